@@ -1,0 +1,64 @@
+"""The node trainer on a small synthetic graph: early stopping, outputs, and exact resume."""
+import json
+from types import SimpleNamespace
+
+import dgl
+import pytest
+import torch
+
+from zoo.engine.node_trainer import train_node_classifier
+from zoo.engine.recipe import build_recipe
+
+
+def _toy_data(num_nodes=60, num_classes=3):
+    gen = torch.Generator().manual_seed(0)
+    labels = torch.randint(0, num_classes, (num_nodes,), generator=gen)
+    features = torch.randn(num_nodes, 8, generator=gen) + torch.nn.functional.one_hot(labels, 8).float()
+    src = torch.randint(0, num_nodes, (240,), generator=gen)
+    dst = torch.randint(0, num_nodes, (240,), generator=gen)
+    graph = dgl.add_self_loop(dgl.graph((src, dst), num_nodes=num_nodes))
+    idx = torch.arange(num_nodes)
+    return SimpleNamespace(graph=graph, features=features, labels=labels, num_classes=num_classes, split=0,
+                           train_mask=idx % 3 == 0, val_mask=idx % 3 == 1, test_mask=idx % 3 == 2,
+                           card={"metric": "accuracy"})
+
+
+def _recipe(epochs=12, patience=50):
+    return build_recipe({"dataset": "toy", "name": "toy_gat",
+                         "model": {"name": "gat", "hidden": 4, "heads": 2, "dropout": 0.3, "attn_dropout": 0.3},
+                         "optim": {"epochs": epochs, "patience": patience}})
+
+
+def test_run_writes_metrics_and_checkpoint(tmp_path):
+    metrics = train_node_classifier(_recipe(), _toy_data(), 0, tmp_path, progress=False)
+    assert metrics["epochs_run"] == 12 and len(metrics["curves"]) == 12
+    assert json.loads((tmp_path / "metrics.json").read_text())["final"] == metrics["final"]
+    assert set(metrics["final"]) == {"train", "val", "test"}
+    assert (tmp_path / "best.pt").exists() and not (tmp_path / "last.pt").exists()
+    assert any((tmp_path / "tensorboard").iterdir())
+    best = min(metrics["curves"], key=lambda row: row["val_loss"])
+    assert metrics["best_epoch"] == best["epoch"]
+    # the final val loss is the best epoch's val loss: the best weights were restored
+    assert metrics["final"]["val"]["nll"] == pytest.approx(best["val_loss"], rel=1e-5)
+
+
+def test_early_stopping_counts_patience(tmp_path):
+    metrics = train_node_classifier(_recipe(epochs=200, patience=3), _toy_data(), 0, tmp_path, progress=False)
+    assert metrics["stopped_early"]
+    assert metrics["epochs_run"] == metrics["best_epoch"] + 1 + 3
+
+
+def test_interrupted_run_resumes_to_the_same_result(tmp_path):
+    data = _toy_data()
+    reference = train_node_classifier(_recipe(), data, 1, tmp_path / "a", progress=False)
+
+    def interrupt(epoch, row):
+        if epoch == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_node_classifier(_recipe(), data, 1, tmp_path / "b", progress=False, on_epoch_end=interrupt)
+    assert (tmp_path / "b" / "last.pt").exists() and not (tmp_path / "b" / "metrics.json").exists()
+    resumed = train_node_classifier(_recipe(), data, 1, tmp_path / "b", progress=False)
+    assert [row["train_loss"] for row in resumed["curves"]] == [row["train_loss"] for row in reference["curves"]]
+    assert resumed["final"] == reference["final"]

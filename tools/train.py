@@ -1,0 +1,51 @@
+"""Train a recipe over one or more seeds.
+
+    python tools/train.py recipes/cora_gat.yaml --seeds 0-9
+    python tools/train.py recipes/cora_gat.yaml --set model.heads=4 --epochs 50 --out runs
+
+Exit codes: 0 done, 1 data error, 2 bad recipe or arguments, 130 interrupted (rerun to resume).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zoo.data import DatasetError  # noqa: E402
+from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa: E402
+from zoo.engine.recipe import parse_seeds  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("recipe", help="a YAML recipe, e.g. recipes/cora_gat.yaml")
+    parser.add_argument("--seeds", help="seeds to run, e.g. 0-9 or 0,3,5 (default: the recipe's)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a recipe key, e.g. --set model.heads=4 (repeatable)")
+    parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
+    parser.add_argument("--out", default="runs", help="output root (default: runs)")
+    parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    try:
+        recipe = load_recipe(args.recipe, args.overrides, epochs=args.epochs)
+        seeds = parse_seeds(args.seeds) if args.seeds else None
+    except RecipeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet)
+    except DatasetError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the last checkpoint in {run_folder(recipe, args.out)} is intact; "
+              "rerun the same command to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

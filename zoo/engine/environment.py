@@ -1,0 +1,44 @@
+"""What a run was made with: library versions, threads and the git commit."""
+from __future__ import annotations
+
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+import zoo
+
+PACKAGES = ("torch", "dgl", "numpy", "torchmetrics", "ogb", "dgllife", "rdkit")
+
+
+def git_commit(repo: Path = Path(zoo.__file__).resolve().parents[1]) -> str:
+    """The checked-out commit (with ``-dirty`` when tracked files changed), or ``unknown``."""
+    try:
+        run = lambda *args: subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=10)
+        head = run("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return "unknown"
+        dirty = run("status", "--porcelain", "--untracked-files=no").stdout.strip()
+        return head.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def environment() -> dict:
+    """Versions of Python, zoo and its key dependencies, the platform and torch threads."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "zoo": zoo.__version__,
+        "git_commit": git_commit(),
+        "torch_threads": torch.get_num_threads(),
+        "packages": versions,
+    }

@@ -1,0 +1,60 @@
+"""Run a recipe over seeds into ``<out>/<recipe>/<config-hash>/seed<k>/`` and summarise them."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+from zoo.analysis import format_summary, summarize_seeds
+from zoo.data import load_node_dataset
+from zoo.engine.checkpoint import write_json
+from zoo.engine.environment import environment
+from zoo.engine.node_trainer import train_node_classifier
+from zoo.engine.recipe import Recipe
+
+
+def run_folder(recipe: Recipe, out: str | Path = "runs") -> Path:
+    """Where the seeds of ``recipe`` are written: ``<out>/<recipe name>/<config hash>``."""
+    return Path(out) / recipe.name / recipe.config_hash()
+
+
+def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | None = None,
+               force: bool = False, progress: bool = True) -> dict:
+    """Train every seed (the recipe's, or ``seeds``), skipping finished ones unless ``force``.
+
+    Returns the summary (mean and sd of every final metric) also written to ``summary.json``.
+
+    >>> from zoo.engine.recipe import load_recipe                     # doctest: +SKIP
+    >>> run_recipe(load_recipe("recipes/cora_gat.yaml"), seeds=[0, 1])  # doctest: +SKIP
+    """
+    base = run_folder(recipe, out)
+    base.mkdir(parents=True, exist_ok=True)
+    resolved = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
+    (base / "config.yaml").write_text(resolved)
+    runs = []
+    for seed in seeds if seeds is not None else recipe.seeds:
+        seed_dir = base / f"seed{seed}"
+        finished = seed_dir / "metrics.json"
+        if finished.exists() and not force:
+            print(f"seed {seed}: finished run found in {seed_dir}, skipping it (use --force to retrain)")
+            runs.append(json.loads(finished.read_text()))
+            continue
+        if force and seed_dir.exists():
+            shutil.rmtree(seed_dir)
+        data = load_node_dataset(recipe.dataset, split=seed)
+        seed_dir.mkdir(parents=True, exist_ok=True)
+        (seed_dir / "config.yaml").write_text(resolved)
+        write_json(environment(), seed_dir / "environment.json")
+        metrics = train_node_classifier(recipe, data, seed, seed_dir, progress=progress)
+        main = metrics["main_metric"]
+        print(f"seed {seed} (split {metrics['split']}): best epoch {metrics['best_epoch']}, "
+              f"val {main} {metrics['final']['val'][main]:.4f}, test {main} {metrics['final']['test'][main]:.4f}")
+        runs.append(metrics)
+    summary = {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],
+               "metrics": summarize_seeds(runs)}
+    write_json(summary, base / "summary.json")
+    print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}")
+    print(format_summary(summary["metrics"]))
+    return summary

@@ -1,0 +1,181 @@
+"""Strict experiment recipes: YAML in, validated dataclasses out.
+
+A recipe is an experiment's identity::
+
+    dataset: cora                 # a card in datasets/
+    model: {name: gat, hidden: 64, heads: 8}   # keyword arguments of a registered model
+    optim: {lr: 0.01, weight_decay: 5.0e-4, epochs: 200, patience: 20}
+    seeds: [0]
+
+Every key is checked: an unknown or misspelt key raises :class:`RecipeError` naming it and
+the nearest valid key. Model keys are checked against the registered model's constructor.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+from zoo.models.registry import model_arguments
+
+
+class RecipeError(ValueError):
+    """A recipe (or an override of it) is not valid; the message says what to change."""
+
+
+@dataclasses.dataclass
+class OptimConfig:
+    """Optimisation of a run: Adam with weight decay and early stopping on validation loss."""
+
+    lr: float = 1e-2
+    weight_decay: float = 5e-4
+    epochs: int = 200
+    patience: int = 20
+
+
+@dataclasses.dataclass
+class Recipe:
+    """One experiment: a dataset card, a model with its arguments, optimisation and seeds."""
+
+    dataset: str
+    model: dict
+    optim: OptimConfig = dataclasses.field(default_factory=OptimConfig)
+    task: str = "node_classification"
+    seeds: list = dataclasses.field(default_factory=lambda: [0])
+    description: str = ""
+    name: str = "recipe"
+
+    def to_dict(self) -> dict:
+        """The resolved recipe as plain data (what a run folder stores)."""
+        return dataclasses.asdict(self)
+
+    def config_hash(self) -> str:
+        """Ten hex digits identifying everything that changes a result (not seeds or name)."""
+        identity = {k: v for k, v in self.to_dict().items() if k not in ("seeds", "name", "description")}
+        blob = json.dumps(identity, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:10]
+
+
+TASKS = ("node_classification",)
+
+
+def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: int | None = None) -> Recipe:
+    """Read a YAML recipe, apply ``a.b=value`` overrides and an epoch cap, and validate it.
+
+    >>> r = load_recipe("recipes/cora_gat.yaml", ["model.heads=4"])  # doctest: +SKIP
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise RecipeError(f"recipe file not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise RecipeError(f"{path} is not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path} must hold a YAML mapping of recipe keys, got {type(raw).__name__}")
+    raw.setdefault("name", path.stem)
+    for item in overrides or []:
+        apply_override(raw, item)
+    if epochs is not None:
+        raw.setdefault("optim", {})["epochs"] = epochs
+    return build_recipe(raw)
+
+
+def apply_override(raw: dict, item: str) -> None:
+    """Set ``section.key=value`` in a raw recipe mapping; the value is parsed as YAML."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise RecipeError(f"override {item!r} must look like section.key=value, e.g. model.heads=4")
+    *parents, leaf = key.split(".")
+    node = raw
+    for part in parents:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise RecipeError(f"override {item!r}: {part!r} is not a section")
+    node[leaf] = yaml.safe_load(value)
+
+
+def build_recipe(raw: dict) -> Recipe:
+    """Validate a raw mapping into a :class:`Recipe` (strict keys and types)."""
+    raw = dict(raw)
+    _check_keys(raw, [f.name for f in dataclasses.fields(Recipe)], "recipe")
+    for required in ("dataset", "model"):
+        if required not in raw:
+            raise RecipeError(f"recipe needs a {required!r} key")
+    optim = raw.get("optim") or {}
+    if not isinstance(optim, dict):
+        raise RecipeError(f"'optim' must be a mapping, got {optim!r}")
+    _check_keys(optim, [f.name for f in dataclasses.fields(OptimConfig)], "optim")
+    hints = get_type_hints(OptimConfig)
+    raw["optim"] = OptimConfig(**{k: _coerce(v, hints[k], f"optim.{k}") for k, v in optim.items()})
+    raw["model"] = _check_model(raw["model"])
+    if raw.get("task", "node_classification") not in TASKS:
+        raise RecipeError(f"task {raw['task']!r} is not supported; choose one of {TASKS}")
+    raw["seeds"] = parse_seeds(raw.get("seeds", [0]))
+    if not isinstance(raw["dataset"], str):
+        raise RecipeError(f"dataset must be a card name such as 'cora', got {raw['dataset']!r}")
+    recipe = Recipe(**raw)
+    if recipe.optim.epochs < 1 or recipe.optim.patience < 1:
+        raise RecipeError(f"optim.epochs and optim.patience must be >= 1, got {recipe.optim}")
+    return recipe
+
+
+def parse_seeds(value: Any) -> list[int]:
+    """Seeds from a list, an int, or a string like ``"0-9"`` or ``"0,3,5"``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in value):
+        return list(value)
+    if isinstance(value, str):
+        seeds: list[int] = []
+        try:
+            for part in value.split(","):
+                lo, _, hi = part.strip().partition("-")
+                seeds.extend(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            raise RecipeError(f"seeds {value!r} must look like 0-9 or 0,3,5") from None
+        if seeds:
+            return seeds
+    raise RecipeError(f"seeds {value!r} must be an int, a list of ints, or a range like 0-9")
+
+
+def _check_model(model: Any) -> dict:
+    if not isinstance(model, dict) or "name" not in model:
+        raise RecipeError(f"'model' must be a mapping with a 'name', got {model!r}")
+    try:
+        arguments = model_arguments(model["name"])
+    except KeyError as err:
+        raise RecipeError(str(err.args[0])) from None
+    _check_keys(model, ["name", *arguments], f"model ({model['name']})")
+    checked = {"name": model["name"]}
+    for key, value in model.items():
+        if key != "name":
+            checked[key] = _coerce(value, arguments[key], f"model.{key}")
+    return checked
+
+
+def _check_keys(mapping: dict, valid: list[str], where: str) -> None:
+    for key in mapping:
+        if key not in valid:
+            near = difflib.get_close_matches(str(key), valid, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise RecipeError(f"unknown key {key!r} in {where}{hint} Valid keys: {', '.join(valid)}")
+
+
+def _coerce(value: Any, kind: Any, where: str) -> Any:
+    """Check a scalar against its annotated type (int -> float is allowed, '1e-3' too)."""
+    if kind is float and isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind in (int, float, bool, str) and not (isinstance(value, kind) and not (kind is int and isinstance(value, bool))):
+        raise RecipeError(f"{where} must be {kind.__name__}, got {value!r}")
+    return value

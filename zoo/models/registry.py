@@ -1,0 +1,60 @@
+"""A timm-style model registry: one decorator per architecture, no global config."""
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Callable, get_type_hints
+
+import torch
+
+_MODELS: dict[str, Callable[..., torch.nn.Module]] = {}
+
+# Arguments a trainer fills in from the data, never from a recipe.
+DATA_ARGUMENTS = ("in_feats", "num_classes")
+
+
+def register_model(name: str):
+    """Register a model class (or factory) under ``name``.
+
+    >>> @register_model("my_gcn")           # doctest: +SKIP
+    ... class MyGCN(torch.nn.Module): ...
+    """
+
+    def decorate(builder):
+        if name in _MODELS:
+            raise ValueError(f"model {name!r} is registered twice")
+        _MODELS[name] = builder
+        return builder
+
+    return decorate
+
+
+def list_models() -> list[str]:
+    """Names of all registered architectures, sorted."""
+    return sorted(_MODELS)
+
+
+def _builder(name: str):
+    if name not in _MODELS:
+        near = difflib.get_close_matches(str(name), list(_MODELS), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise KeyError(f"unknown model {name!r}{hint} Registered: {', '.join(list_models())}")
+    return _MODELS[name]
+
+
+def model_arguments(name: str) -> dict[str, type]:
+    """The recipe-settable keyword arguments of a model and their annotated types."""
+    builder = _builder(name)
+    target = builder.__init__ if inspect.isclass(builder) else builder
+    hints = get_type_hints(target)
+    params = inspect.signature(target).parameters
+    return {
+        p: hints.get(p, object)
+        for p, param in params.items()
+        if p not in ("self", *DATA_ARGUMENTS) and param.default is not inspect.Parameter.empty
+    }
+
+
+def create_model(name: str, **kwargs) -> torch.nn.Module:
+    """Build a registered model: ``create_model("gat", in_feats=1433, num_classes=7, heads=8)``."""
+    return _builder(name)(**kwargs)
