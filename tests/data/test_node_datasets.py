@@ -1,0 +1,209 @@
+"""load_node_dataset against published dataset facts, plus the offline-first file flow."""
+import shutil
+from pathlib import Path
+
+import dgl.data
+import pytest
+import torch
+
+import zoo.data.mirror as mirror
+from zoo.data import (
+    ChecksumMismatchError,
+    DatasetError,
+    DatasetNotFoundError,
+    NodeData,
+    load_card,
+    load_node_dataset,
+)
+
+TEXAS = "texas_205d1148"
+
+
+def _snapshot(root):
+    """Every path under ``root`` with its size and mtime."""
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+
+
+def _masks(data):
+    return torch.stack([data.train_mask, data.val_mask, data.test_mask])
+
+
+def _tamper(path):
+    """Flip one byte by writing a new file (the old inode may be hard-linked elsewhere)."""
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.unlink()
+    path.write_bytes(bytes(raw))
+
+
+def _copy_texas(zoo_data, root):
+    shutil.copytree(zoo_data / TEXAS, root / TEXAS)
+    return root
+
+
+def _offline_texas_download(zoo_data):
+    """A stand-in for DGL's download that copies the staged files (no network)."""
+
+    def download(self):
+        shutil.copytree(zoo_data / TEXAS, self.raw_path)
+
+    return download
+
+
+def test_cora_matches_published_statistics(zoo_data, zoo_cache):
+    data = load_node_dataset("cora", 3, data_root=zoo_data, cache_root=zoo_cache, offline=True)
+    assert isinstance(data, NodeData)
+    assert data.graph.num_nodes() == 2708 and data.num_classes == 7 and data.split == 0
+    assert data.features.shape == (2708, 1433) and data.features.dtype == torch.float32
+    assert data.labels.dtype == torch.int64 and int(data.labels.max()) == 6
+    sizes = [int(m.sum()) for m in (data.train_mask, data.val_mask, data.test_mask)]
+    assert sizes == [140, 500, 1000] and data.train_mask.dtype == torch.bool
+    assert data.graph.num_edges() == 10556 + 2708
+    src, dst = data.graph.edges()
+    loops = torch.bincount(src[src == dst], minlength=2708)
+    assert torch.equal(loops, torch.ones(2708, dtype=torch.int64))
+    assert data.card["name"] == "cora"
+
+
+def test_texas_has_ten_distinct_geom_gcn_splits(zoo_data, zoo_cache):
+    kw = dict(data_root=zoo_data, cache_root=zoo_cache, offline=True)
+    splits = [load_node_dataset("texas", k, **kw) for k in range(11)]
+    for k, data in enumerate(splits[:10]):
+        assert data.split == k
+        assert [int(m.sum()) for m in _masks(data)] == [87, 59, 37]
+        assert not torch.equal(_masks(data), _masks(splits[k + 1]))
+    assert splits[10].split == 0 and torch.equal(_masks(splits[10]), _masks(splits[0]))
+
+
+def test_tolokers_is_binary(zoo_data, zoo_cache):
+    data = load_node_dataset("tolokers", 0, data_root=zoo_data, cache_root=zoo_cache, offline=True)
+    assert data.num_classes == 2 and data.graph.num_nodes() == 11758
+    assert data.graph.num_edges() == 1038000 + 11758
+    assert set(data.labels.unique().tolist()) == {0, 1}
+
+
+def test_data_root_is_never_written(zoo_data, tmp_path):
+    before = _snapshot(zoo_data)
+    for _ in range(2):  # first load mirrors, second reuses the cache
+        load_node_dataset("cora", data_root=zoo_data, cache_root=tmp_path, offline=True)
+        load_node_dataset("texas", data_root=zoo_data, cache_root=tmp_path, offline=True)
+    assert _snapshot(zoo_data) == before
+
+
+def test_tampered_data_root_raises_checksum_mismatch(zoo_data, tmp_path):
+    root = _copy_texas(zoo_data, tmp_path / "data")
+    _tamper(root / TEXAS / "out1_graph_edges.txt")
+    expected = load_card("texas")["source"]["files"]["out1_graph_edges.txt"]
+    with pytest.raises(ChecksumMismatchError) as info:
+        load_node_dataset("texas", data_root=root, cache_root=tmp_path / "cache", offline=True)
+    message = str(info.value)
+    assert "out1_graph_edges.txt" in message and expected in message
+    assert mirror.sha256_file(root / TEXAS / "out1_graph_edges.txt") in message
+    assert load_card("texas")["source"]["url"] in message
+
+
+def test_incomplete_data_root_folder_names_missing_file(zoo_data, tmp_path):
+    root = _copy_texas(zoo_data, tmp_path / "data")
+    (root / TEXAS / "texas_split_0.6_0.2_7.npz").unlink()
+    with pytest.raises(DatasetNotFoundError, match="texas_split_0.6_0.2_7.npz"):
+        load_node_dataset("texas", data_root=root, cache_root=tmp_path / "cache", offline=True)
+
+
+def test_cache_is_reused_and_not_rehashed(zoo_data, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    first = load_node_dataset("texas", 4, data_root=zoo_data, cache_root=cache, offline=True)
+    calls = []
+    monkeypatch.setattr(mirror, "sha256_file", lambda path: calls.append(path))
+    again = load_node_dataset("texas", 4, data_root=None, cache_root=cache, offline=True)
+    assert calls == []
+    assert torch.equal(_masks(first), _masks(again))
+
+
+def test_corrupt_cache_copy_is_detected(zoo_data, tmp_path):
+    cache = tmp_path / "cache"
+    load_node_dataset("texas", data_root=_copy_texas(zoo_data, tmp_path / "data"), cache_root=cache)
+    _tamper(cache / TEXAS / "out1_node_feature_label.txt")
+    with pytest.raises(ChecksumMismatchError, match=f"delete {cache / TEXAS}"):
+        load_node_dataset("texas", data_root=None, cache_root=cache, offline=True)
+
+
+def test_corrupt_cache_copy_is_repaired_from_data_root(zoo_data, tmp_path):
+    root, cache = _copy_texas(zoo_data, tmp_path / "data"), tmp_path / "cache"
+    load_node_dataset("texas", data_root=root, cache_root=cache)
+    _tamper(cache / TEXAS / "out1_graph_edges.txt")
+    data = load_node_dataset("texas", data_root=root, cache_root=cache, offline=True)
+    assert data.graph.num_nodes() == 183
+    expected = load_card("texas")["source"]["files"]["out1_graph_edges.txt"]
+    assert mirror.sha256_file(cache / TEXAS / "out1_graph_edges.txt") == expected
+
+
+def test_missing_dataset_offline_names_url_and_path(tmp_path):
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_node_dataset("pubmed", data_root=tmp_path, cache_root=tmp_path / "c", offline=True)
+    message = str(info.value)
+    assert "https://data.dgl.ai/dataset/pubmed.zip" in message
+    assert str(tmp_path / "pubmed_35464cad") in message
+
+
+def test_defaults_come_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("ZOO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ZOO_OFFLINE", "true")
+    with pytest.raises(DatasetNotFoundError, match="Offline mode is on") as info:
+        load_node_dataset("questions")
+    assert str(tmp_path / "data" / "questions_c19775c2") in str(info.value)
+    assert str(tmp_path / "cache" / "questions_c19775c2") in str(info.value)
+
+
+def test_download_is_verified_then_cached(zoo_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(dgl.data.TexasDataset, "download", _offline_texas_download(zoo_data))
+    cache = tmp_path / "cache"
+    data = load_node_dataset("texas", 2, data_root=None, cache_root=cache, offline=False)
+    assert data.split == 2 and data.graph.num_nodes() == 183
+    assert sorted(p.name for p in cache.iterdir()) == [TEXAS]  # scratch folder removed
+    monkeypatch.setattr(dgl.data.TexasDataset, "download", None)  # cache only from now on
+    assert load_node_dataset("texas", 2, cache_root=cache, offline=True).split == 2
+
+
+def test_tampered_download_is_rejected(zoo_data, tmp_path, monkeypatch):
+    def download(self):
+        shutil.copytree(zoo_data / TEXAS, self.raw_path)
+        _tamper(Path(self.raw_path) / "out1_graph_edges.txt")
+
+    monkeypatch.setattr(dgl.data.TexasDataset, "download", download)
+    cache = tmp_path / "cache"
+    with pytest.raises(ChecksumMismatchError, match="out1_graph_edges.txt"):
+        load_node_dataset("texas", cache_root=cache, offline=False)
+    assert list(cache.iterdir()) == []
+
+
+def test_failed_download_raises_not_found_with_url(tmp_path, monkeypatch):
+    def download(self):
+        raise ConnectionError("no route to host")
+
+    monkeypatch.setattr(dgl.data.TexasDataset, "download", download)
+    with pytest.raises(DatasetNotFoundError, match="no route to host") as info:
+        load_node_dataset("texas", cache_root=tmp_path, offline=False)
+    assert "https://data.dgl.ai/dataset/texas.zip" in str(info.value)
+    assert isinstance(info.value.__cause__, ConnectionError)
+
+
+def test_dgl_repo_override_is_refused(zoo_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("DGL_REPO", "https://mirror.example.org/")
+    with pytest.raises(DatasetError, match="DGL_REPO"):
+        load_node_dataset("cora", data_root=zoo_data, cache_root=tmp_path, offline=True)
+
+
+@pytest.mark.parametrize("split, error", [(-1, ValueError), (1.5, TypeError)])
+def test_bad_split_is_rejected(split, error, tmp_path):
+    with pytest.raises(error, match="split"):
+        load_node_dataset("texas", split, cache_root=tmp_path, offline=True)
+
+
+def test_file_without_known_hash_warns_with_its_hash(zoo_data, tmp_path, monkeypatch):
+    card = load_card("texas")
+    card["source"]["files"]["out1_graph_edges.txt"] = None
+    monkeypatch.setattr("zoo.data.node_datasets.load_card", lambda name: card)
+    actual = mirror.sha256_file(zoo_data / TEXAS / "out1_graph_edges.txt")
+    with pytest.warns(UserWarning, match=actual):
+        load_node_dataset("texas", data_root=zoo_data, cache_root=tmp_path, offline=True)

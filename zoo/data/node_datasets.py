@@ -1,0 +1,153 @@
+"""Node-classification datasets: a card in, DGL's dataset class underneath, one split out."""
+from __future__ import annotations
+
+import importlib
+import operator
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dgl
+import torch
+
+from zoo.data.cards import DatasetError, card_path, load_card
+from zoo.data.mirror import ensure_raw_folder, resolve_roots
+
+MASKS = ("train_mask", "val_mask", "test_mask")
+
+
+@dataclass
+class NodeData:
+    """One node-classification graph with one train/val/test split.
+
+    ``graph`` carries structure only (no ndata): DGL's edges with self-loops removed and then
+    exactly one self-loop per node added. ``split`` is the split index actually used.
+    """
+
+    graph: dgl.DGLGraph
+    features: torch.Tensor = field(repr=False)
+    labels: torch.Tensor = field(repr=False)
+    train_mask: torch.Tensor = field(repr=False)
+    val_mask: torch.Tensor = field(repr=False)
+    test_mask: torch.Tensor = field(repr=False)
+    num_classes: int
+    split: int
+    card: dict = field(repr=False)
+
+
+def load_node_dataset(
+    name: str,
+    split: int = 0,
+    *,
+    data_root: str | Path | None = None,
+    cache_root: str | Path | None = None,
+    offline: bool | None = None,
+) -> NodeData:
+    """Load the node dataset of card ``name`` with split ``split % num_splits``.
+
+    Raw files come from ``data_root`` (default ``$ZOO_DATA``, never written to), else the
+    cache ``cache_root`` (default ``$ZOO_CACHE``, else ~/.cache/zoo), else a download unless
+    ``offline`` (default: ``$ZOO_OFFLINE`` is 1/true). See :mod:`zoo.data.mirror`.
+    """
+    card = load_card(name)
+    if card["task"] != "node_classification":
+        raise DatasetError(
+            f"Card {card['name']!r} is a {card['task']!r} dataset; "
+            "load_node_dataset only loads node_classification cards."
+        )
+    missing = [key for key in ("num_classes", "split") if key not in card]
+    if missing:
+        raise DatasetError(f"{card_path(card['name'])} lacks {missing}, which node cards need.")
+    index = _split_index(card, split)
+    cls = _dgl_class(card)
+    data_root, cache_root, offline = resolve_roots(data_root, cache_root, offline)
+    _check_raw_folder(card, cls, cache_root)
+    ensure_raw_folder(
+        card,
+        lambda scratch: _stub(cls, scratch).download(),
+        data_root=data_root,
+        cache_root=cache_root,
+        offline=offline,
+    )
+    dataset = cls(raw_dir=str(cache_root), verbose=False)
+    return _node_data(card, dataset[0], dataset.num_classes, index)
+
+
+def _split_index(card: dict, split: int) -> int:
+    """Split column for ``split``: ``split mod num_splits`` (always 0 for a single split)."""
+    try:
+        split = operator.index(split)
+    except TypeError:
+        raise TypeError(f"split must be an int, got {split!r}") from None
+    if split < 0:
+        raise ValueError(f"split must be >= 0, got {split}")
+    return split % card["split"]["num_splits"]
+
+
+def _dgl_class(card: dict) -> type:
+    """Import the class named by ``source.dgl_class`` (e.g. ``dgl.data.CoraGraphDataset``)."""
+    dotted = card["source"]["dgl_class"]
+    module, _, attr = dotted.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise DatasetError(
+            f"{card_path(card['name'])}: source.dgl_class {dotted!r} cannot be imported "
+            f"with dgl {dgl.__version__} ({exc})."
+        ) from None
+
+
+def _stub(cls: type, raw_dir: Path):
+    """An instance of ``cls`` that skips loading: DGL's own url, raw_path and download()."""
+    stub_cls = type(cls.__name__, (cls,), {"_load": lambda self: None})
+    return stub_cls(raw_dir=str(raw_dir), verbose=False)
+
+
+def _check_raw_folder(card: dict, cls: type, cache_root: Path) -> None:
+    """Fail unless DGL will read the raw folder (and URL) that the card names."""
+    source = card["source"]
+    stub = _stub(cls, cache_root)
+    folder = Path(stub.raw_path).name
+    if (stub.url, folder) == (source["url"], source["raw_folder"]):
+        return
+    repo = os.environ.get("DGL_REPO")
+    cause = (
+        f"DGL_REPO is set to {repo!r}, which changes DGL's URL and folder name; unset it."
+        if repo
+        else f"The card does not match dgl {dgl.__version__}; update source.url and raw_folder."
+    )
+    raise DatasetError(
+        f"Dataset {card['name']!r}: DGL would read {folder!r} from {stub.url}, but the card "
+        f"{card_path(card['name'])} names {source['raw_folder']!r} from {source['url']}. {cause}"
+    )
+
+
+def _node_data(card: dict, g: dgl.DGLGraph, num_classes: int, index: int) -> NodeData:
+    """Pick split column ``index`` and rebuild the graph with one self-loop per node."""
+    if num_classes != card["num_classes"]:
+        raise DatasetError(
+            f"Dataset {card['name']!r}: DGL reports {num_classes} classes, the card "
+            f"{card_path(card['name'])} says {card['num_classes']}."
+        )
+    num_splits = card["split"]["num_splits"]
+    masks = {}
+    for key in MASKS:
+        mask = g.ndata[key]
+        columns = mask.shape[1] if mask.dim() == 2 else 1
+        if columns != num_splits:
+            raise DatasetError(
+                f"Dataset {card['name']!r}: DGL gives {columns} split(s) in {key}, the card "
+                f"{card_path(card['name'])} says num_splits: {num_splits}."
+            )
+        masks[key] = (mask[:, index] if mask.dim() == 2 else mask).bool()
+    graph = dgl.graph(g.edges(), num_nodes=g.num_nodes())
+    graph = dgl.add_self_loop(dgl.remove_self_loop(graph))
+    return NodeData(
+        graph=graph,
+        features=g.ndata["feat"].float(),
+        labels=g.ndata["label"].long(),
+        num_classes=num_classes,
+        split=index,
+        card=card,
+        **masks,
+    )
