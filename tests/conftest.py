@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA_ROOT = Path(os.environ.get("ZOO_DATA", SHARED_DATA))  # read once, before tests touch the env
 
 
 @pytest.fixture(scope="session")
 def zoo_data() -> Path:
     """The read-only offline data folder ($ZOO_DATA, else ../shared/data); skip if absent."""
-    root = Path(os.environ.get("ZOO_DATA", SHARED_DATA))
-    if not root.is_dir():
-        pytest.skip(f"offline data not found at {root}; set ZOO_DATA to run this test")
-    return root
+    if not DATA_ROOT.is_dir():
+        pytest.skip(f"offline data not found at {DATA_ROOT}; set ZOO_DATA to run this test")
+    return DATA_ROOT
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,13 @@ from zoo.data import (
 TEXAS = "texas_205d1148"
 
 
+@pytest.fixture(autouse=True)
+def _no_data_env(monkeypatch):
+    """Tests pass roots explicitly; ``None`` must mean "none", not the caller's $ZOO_DATA."""
+    for var in ("ZOO_DATA", "ZOO_CACHE", "ZOO_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+
+
 def _snapshot(root):
     """Every path under ``root`` with its size and mtime."""
     return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
