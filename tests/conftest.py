@@ -1,7 +1,5 @@
 """Shared test fixtures: offline data location and a writable cache per test session."""
 import os
-
-os.environ.setdefault("OUTDATED_IGNORE", "1")  # ogb, imported by dgl, would ask PyPI for its version
 from pathlib import Path
 
 import pytest
