@@ -1,0 +1,49 @@
+"""Turn run folders into the results table (mean +- sd over seeds) with paired and rank tests.
+
+    python tools/report.py runs/
+    python tools/report.py runs/ runs2/ --models gat,gatv2,ltga_head --reference ltga_edge \
+        --tuned qfrozen=qfrozen_*,entmax=entmax_* --markdown table1.md --csv table1.csv
+
+Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zoo.analysis.report import ReportError, make_report, parse_tuned  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="+", help="run folders: roots such as runs/, or recipe / config folders")
+    parser.add_argument("--models", help="rows in order, comma-separated (default: every model not in a --tuned row)")
+    parser.add_argument("--reference", help="model compared against every other row by paired tests")
+    parser.add_argument("--metric", default="main", help="main (each dataset's main metric) or a metric name")
+    parser.add_argument("--split", default="test", choices=["test", "val"], help="split reported (default: test)")
+    parser.add_argument("--tuned", help="NAME=GLOB,...: one row per NAME picking, per dataset, the matching "
+                                        "model with the best mean validation main metric")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    parser.add_argument("--markdown", type=Path, help="also write the report to this Markdown file")
+    parser.add_argument("--csv", type=Path, help="also write the table (numbers, table units) to this CSV file")
+    args = parser.parse_args(argv)
+    try:
+        models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+        tuned = parse_tuned(args.tuned) if args.tuned else None
+        markdown, frame = make_report(args.paths, models, args.reference, args.metric, args.split, tuned, args.alpha)
+    except ReportError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(markdown, end="")
+    if args.markdown:
+        args.markdown.write_text(markdown)
+    if args.csv:
+        frame.to_csv(args.csv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
