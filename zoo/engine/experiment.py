@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from zoo.analysis import format_summary, summarize_seeds
-from zoo.data import load_node_dataset
+from zoo.data import DatasetError, load_node_dataset
 from zoo.engine.checkpoint import write_json
 from zoo.engine.environment import environment
 from zoo.engine.node_trainer import train_node_classifier
@@ -58,3 +58,22 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}")
     print(format_summary(summary["metrics"]))
     return summary
+
+
+def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[int] | None = None,
+              force: bool = False, progress: bool = False) -> dict[str, dict | str]:
+    """Run several recipes one after another; a dataset error skips that recipe, not the sweep.
+
+    Returns ``{recipe name: summary}``, or the error message for recipes that could not run.
+    """
+    results: dict[str, dict | str] = {}
+    for index, recipe in enumerate(recipes, 1):
+        print(f"\n[{index}/{len(recipes)}] {recipe.name}")
+        try:
+            results[recipe.name] = run_recipe(recipe, out, seeds=seeds, force=force, progress=progress)
+        except DatasetError as err:
+            print(f"skipped {recipe.name}: {err}")
+            results[recipe.name] = str(err)
+    failed = [name for name, result in results.items() if isinstance(result, str)]
+    print(f"\nsweep done: {len(results) - len(failed)} recipe(s) ran" + (f", skipped: {', '.join(failed)}" if failed else ""))
+    return results

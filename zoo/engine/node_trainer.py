@@ -19,6 +19,7 @@ from torch.nn import functional as F
 from torch.utils.tensorboard import SummaryWriter
 from tqdm.auto import tqdm
 
+from zoo.analysis.counterfactuals import ltga_diagnostics
 from zoo.engine.checkpoint import load_checkpoint, save_checkpoint, write_json
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.recipe import Recipe
@@ -64,7 +65,7 @@ def train_node_classifier(
     seed_everything(seed)
     options = {k: v for k, v in recipe.model.items() if k != "name"}
     model = create_model(recipe.model["name"], in_feats=data.features.shape[1], num_classes=data.num_classes, **options)
-    optimizer = torch.optim.Adam(model.parameters(), lr=recipe.optim.lr, weight_decay=recipe.optim.weight_decay)
+    optimizers = _optimizers(model, recipe.optim)
     masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
     main_metric = data.card.get("metric", "accuracy")
 
@@ -74,7 +75,8 @@ def train_node_classifier(
     if last_path.exists():
         saved = load_checkpoint(last_path)
         model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
+        for optimizer, optimizer_state in zip(optimizers, saved["optimizers"]):
+            optimizer.load_state_dict(optimizer_state)
         _set_rng_state(saved["rng"])
         state = saved["state"]
         print(f"resuming {run_dir} from epoch {state['epoch']}")
@@ -86,14 +88,18 @@ def train_node_classifier(
         while state["epoch"] < recipe.optim.epochs and state["bad_epochs"] < recipe.optim.patience:
             started = time.perf_counter()
             model.train()
-            optimizer.zero_grad()
+            for optimizer in optimizers:
+                optimizer.zero_grad()
             logits = model(data.graph, data.features)
             loss = F.cross_entropy(logits[masks["train"]], data.labels[masks["train"]])
-            loss.backward()
-            optimizer.step()
+            total = loss + _shannon_prior(model, recipe.optim.q_prior)
+            total.backward()
+            optimizers[0].step()
+            if len(optimizers) > 1 and state["epoch"] >= recipe.optim.q_warmup:
+                optimizers[1].step()
             state["train_seconds"] += time.perf_counter() - started
 
-            row = {"epoch": state["epoch"], "train_loss": float(loss)}
+            row = {"epoch": state["epoch"], "train_loss": float(loss), **index_trajectory(model)}
             row.update(_evaluate_losses(model, data, masks, main_metric))
             state["curves"].append(row)
             if row["val_loss"] < state["best_val_loss"]:
@@ -102,7 +108,7 @@ def train_node_classifier(
             else:
                 state["bad_epochs"] += 1
             state["epoch"] += 1
-            save_checkpoint({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            save_checkpoint({"model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
                              "rng": _rng_state(), "state": state}, last_path)
             for key, value in row.items():
                 if key != "epoch":
@@ -123,6 +129,7 @@ def train_node_classifier(
     with torch.no_grad():
         logits = model(data.graph, data.features)
     final = {split: classification_metrics(logits[mask], data.labels[mask]) for split, mask in masks.items()}
+    diagnostics = _attention_diagnostics(model, data, masks["test"], main_metric, seed, run_dir)
     metrics = {
         "seed": seed,
         "split": data.split,
@@ -135,10 +142,59 @@ def train_node_classifier(
         "train_seconds": state["train_seconds"],
         "final": final,
         "curves": state["curves"],
+        **({"diagnostics": diagnostics} if diagnostics else {}),
     }
     write_json(metrics, run_dir / "metrics.json")
     last_path.unlink()
     return metrics
+
+
+def _attention_diagnostics(model, data, mask, main_metric: str, seed: int, run_dir: Path) -> dict | None:
+    """LTGA diagnostics of the final model (test-split metric), also logged to TensorBoard."""
+    if not callable(getattr(model, "layers", None)):
+        return None
+    score = lambda logits: classification_metrics(logits[mask], data.labels[mask], [main_metric])[main_metric]
+    diagnostics = ltga_diagnostics(model, data, score, seed)
+    with SummaryWriter(str(run_dir / "tensorboard")) as writer:
+        for layer, stats in enumerate(diagnostics["layers"]):
+            for key, value in stats.items():
+                writer.add_scalar(f"attention/{key}/layer{layer}", value)
+        for key, value in diagnostics["counterfactual"].items():
+            writer.add_scalar(f"counterfactual/{key}", value)
+    return diagnostics
+
+
+def _optimizers(model, optim) -> list[torch.optim.Optimizer]:
+    """Adam for the weights; a second Adam (no weight decay) for index parameters, if any."""
+    index = list(model.index_parameters()) if hasattr(model, "index_parameters") else []
+    ids = {id(p) for p in index}
+    weights = [p for p in model.parameters() if id(p) not in ids]
+    optimizers = [torch.optim.Adam(weights, lr=optim.lr, weight_decay=optim.weight_decay)]
+    if index:
+        optimizers.append(torch.optim.Adam(index, lr=optim.q_lr, weight_decay=0.0))
+    return optimizers
+
+
+def _shannon_prior(model, strength: float) -> torch.Tensor | float:
+    """``strength * mean (q - 1)^2`` over every q the model used in its last forward."""
+    if strength == 0 or not hasattr(model, "q_values"):
+        return 0.0
+    values = [q.flatten() for q in model.q_values()]
+    return strength * torch.cat(values).sub(1).pow(2).mean() if values else 0.0
+
+
+def index_trajectory(model) -> dict[str, float]:
+    """q per layer and head (mean, and sd over edges for per-edge q) from the last forward."""
+    if not hasattr(model, "q_values"):
+        return {}
+    row = {}
+    for layer, q in enumerate(model.q_values()):
+        q = q.detach().reshape(-1, q.shape[-1]) if q.dim() else q.detach().reshape(1, 1)
+        for head, column in enumerate(q.T):
+            row[f"q_mean/layer{layer}_head{head}"] = float(column.mean())
+            if len(column) > 1:
+                row[f"q_sd/layer{layer}_head{head}"] = float(column.std())
+    return row
 
 
 def _evaluate_losses(model, data, masks, main_metric: str) -> dict:

@@ -30,12 +30,20 @@ class RecipeError(ValueError):
 
 @dataclasses.dataclass
 class OptimConfig:
-    """Optimisation of a run: Adam with weight decay and early stopping on validation loss."""
+    """Optimisation of a run: Adam with weight decay and early stopping on validation loss.
+
+    Models with index parameters (LTGA's q, or a capacity-matched control) train them with a
+    separate Adam (``q_lr``, no weight decay), frozen for the first ``q_warmup`` epochs, with the
+    Shannon prior ``q_prior * mean (q - 1)^2`` added to the loss.
+    """
 
     lr: float = 1e-2
     weight_decay: float = 5e-4
     epochs: int = 200
     patience: int = 20
+    q_lr: float = 1e-2
+    q_warmup: int = 20
+    q_prior: float = 0.0
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ import torch
 _MODELS: dict[str, Callable[..., torch.nn.Module]] = {}
 
 # Arguments a trainer fills in from the data, never from a recipe.
-DATA_ARGUMENTS = ("in_feats", "num_classes")
+DATA_ARGUMENTS = ("in_feats", "num_classes", "num_outputs")
 
 
 def register_model(name: str):

@@ -1,0 +1,124 @@
+"""SigGate-GT graph model: shapes, gradients, parameter budget, batch order, PE contract, registry."""
+import dgl
+import pytest
+import torch
+
+from zoo.models import create_model, list_models, model_arguments
+from zoo.models.graph_transformer import GraphTransformer
+from zoo.nn.gated_attention import GatedMultiheadAttention
+
+SMILES = ("CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1")  # 3, 7 and 11 atoms
+LAP_K, RWSE_K = 8, 6
+SMALL = dict(dim=32, heads=4, layers=2, dim_pe=8, lap_k=LAP_K, rwse_k=RWSE_K)
+
+
+@pytest.fixture(scope="module")
+def molecules():
+    """Three OGB-featurized molecules with random PE; the first two have fewer than LAP_K atoms."""
+    pytest.importorskip("rdkit")
+    from ogb.utils import smiles2graph
+
+    graphs = []
+    for seed, smiles in enumerate(SMILES):
+        mol = smiles2graph(smiles)
+        n, ei = mol["num_nodes"], torch.from_numpy(mol["edge_index"])
+        g = dgl.graph((ei[0], ei[1]), num_nodes=n)
+        g.ndata["feat"] = torch.from_numpy(mol["node_feat"])
+        g.edata["feat"] = torch.from_numpy(mol["edge_feat"])
+        gen = torch.Generator().manual_seed(seed)
+        m = min(n, LAP_K)
+        vec, val = torch.full((n, LAP_K), float("nan")), torch.full((LAP_K,), float("nan"))
+        vec[:, :m] = torch.randn(n, m, generator=gen)
+        val[:m] = torch.rand(m, generator=gen).sort().values * 2
+        g.ndata["lap_eigvec"], g.ndata["lap_eigval"] = vec, val.expand(n, -1).clone()
+        g.ndata["rwse"] = torch.rand(n, RWSE_K, generator=gen)
+        graphs.append(g)
+    return graphs
+
+
+def count(**kwargs):
+    return sum(p.numel() for p in GraphTransformer(**kwargs).parameters())
+
+
+@pytest.mark.parametrize("local,lap_encoder", [("gatedgcn", "signnet"), ("gine", "deepset"), ("none", "signnet")])
+def test_forward_is_finite_and_gradients_reach_every_parameter(molecules, local, lap_encoder):
+    torch.manual_seed(0)
+    model = GraphTransformer(local=local, lap_encoder=lap_encoder, dropout=0.1, attn_dropout=0.1, **SMALL)
+    out = model(dgl.batch(molecules))
+    assert out.shape == (3, 1) and torch.isfinite(out).all()
+    (out * torch.tensor([[1.0], [-2.0], [0.5]])).sum().backward()
+    # the last GatedGCN's edge-output BatchNorm feeds nothing (module docstring)
+    unused = {"blocks.1.local.bn_edge.weight", "blocks.1.local.bn_edge.bias"} if local == "gatedgcn" else set()
+    for name, p in model.named_parameters():
+        reached = p.grad is not None and p.grad.abs().sum() > 0
+        assert reached != (name in unused), name
+        assert p.grad is None or torch.isfinite(p.grad).all(), name
+
+
+def test_type_dict_inputs_without_pe():
+    g = dgl.batch([dgl.rand_graph(5, 10), dgl.rand_graph(4, 6)])
+    g.ndata["feat"] = torch.randint(0, 28, (9,))
+    g.edata["feat"] = torch.randint(0, 4, (16,))
+    model = GraphTransformer(num_outputs=2, pe="none", atom_types=28, bond_types=4, pool="sum", **SMALL)
+    assert model.pe_spec() == {}
+    assert model(g).shape == (2, 2)
+
+
+def test_output_gate_parameters_and_zinc_budget():
+    small = {**SMALL, "pe": "rwse"}
+    assert count(gate="output", **small) - count(gate="none", **small) == 2 * (32 * 32 + 32)
+    assert count(gate="output", gate_per_head=False, **small) - count(gate="none", **small) == 2 * (32 * 8 + 8)
+    # ZINC: 10 layers, dim 64, 8 heads, LapPE + RWSE, type dictionaries; GINE local branch as GraphGPS
+    zinc = dict(layers=10, dim=64, heads=8, pe="lap+rwse", atom_types=28, bond_types=4, local="gine")
+    gated, plain = count(gate="output", **zinc), count(gate="none", **zinc)
+    assert gated - plain == 10 * (64 * 64 + 64)
+    assert gated < 500_000
+
+
+@pytest.mark.parametrize("pool", ["mean", "sum"])
+def test_permuting_graphs_permutes_outputs(molecules, pool):
+    torch.manual_seed(0)
+    model = GraphTransformer(pool=pool, **SMALL).double().eval()
+    out = model(dgl.batch(molecules))
+    order = [2, 0, 1]
+    torch.testing.assert_close(model(dgl.batch([molecules[i] for i in order])), out[order], atol=1e-10, rtol=0)
+    torch.testing.assert_close(model(dgl.batch(molecules[:1])), out[:1], atol=1e-10, rtol=0)
+
+
+def test_missing_or_misshapen_pe_is_explained(molecules):
+    model = GraphTransformer(**SMALL).eval()
+    g = dgl.batch(molecules)
+    g.ndata.pop("lap_eigval")  # SignNet does not read eigenvalues
+    assert model(g).shape == (3, 1)
+    g.ndata.pop("rwse")
+    with pytest.raises(KeyError, match=r"ndata\['rwse'\] is missing.*add_positional_encodings"):
+        model(g)
+    with pytest.raises(KeyError, match="lap_eigval"):
+        GraphTransformer(lap_encoder="deepset", pe="lap", **SMALL)(g)
+    g.ndata["rwse"] = torch.rand(g.num_nodes(), RWSE_K + 1)
+    with pytest.raises(ValueError, match=r"needs \[N, 6\].*'rwse_k': 6"):
+        model(g)
+
+
+@pytest.mark.parametrize("option,value", [
+    ("pe", "lap+spd"), ("pe", "rwse+rwse"), ("lap_encoder", "gnn"), ("pool", "max"), ("local", "gcn"),
+    ("gate", "input"), ("gate_activation", "softmax"), ("norm", "graph"), ("ffn_ratio", 1.5),
+])
+def test_unknown_option_values_are_named(option, value):
+    with pytest.raises(ValueError, match=repr(value).replace("+", r"\+")):
+        GraphTransformer(**{**SMALL, option: value})
+
+
+def test_registry_round_trip(molecules):
+    assert "siggate_gt" in list_models()
+    args = model_arguments("siggate_gt")
+    assert args["pe"] is str and args["lap_k"] is int and args["gate_per_head"] is bool
+    assert args["gate_bias_init"] is float and args["ffn_ratio"] is int
+    model = create_model("siggate_gt", num_outputs=3, gate="value", **SMALL).eval()
+    assert isinstance(model, GraphTransformer) and model.pe_spec() == {"lap_k": LAP_K, "rwse_k": RWSE_K}
+    gates = model.gate_modules()
+    assert len(gates) == 2 and all(isinstance(m, GatedMultiheadAttention) and m.gate == "value" for m in gates)
+    clone = create_model("siggate_gt", num_outputs=3, gate="value", **SMALL).eval()
+    clone.load_state_dict(model.state_dict())
+    g = dgl.batch(molecules)
+    assert model(g).shape == (3, 3) and torch.equal(clone(g), model(g))

@@ -1,0 +1,137 @@
+"""edge_entmax against entmax.entmax_bisect per neighbourhood, gradcheck, limits and errors."""
+import dgl
+import pytest
+import torch
+from dgl.nn.functional import edge_softmax
+
+from zoo.ops import ZooOpError, edge_entmax
+
+entmax = pytest.importorskip("entmax")
+
+
+def make_graph(degrees, seed=0):
+    """Node v gets degrees[v] incoming edges (shuffled), with self-loops and multi-edges."""
+    gen = torch.Generator().manual_seed(seed)
+    n = len(degrees)
+    dst = torch.repeat_interleave(torch.arange(n), torch.tensor(degrees))
+    src = torch.randint(0, n, (len(dst),), generator=gen)
+    src[::5] = dst[::5]  # self-loops
+    src[1::7] = src[0:-1:7][: len(src[1::7])]  # repeated pairs where dst repeats: multi-edges
+    perm = torch.randperm(len(dst), generator=gen)
+    return dgl.graph((src[perm], dst[perm]), num_nodes=n)
+
+
+def logits_for(graph, heads=2, seed=1, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(graph.num_edges(), heads, generator=gen, dtype=dtype) * 2
+
+
+def per_node(graph, z, fn):
+    """Apply fn([H, k] scores) -> [H, k] to each destination's incoming edges."""
+    dst = graph.edges()[1]
+    out = torch.zeros_like(z)
+    for v in range(graph.num_nodes()):
+        idx = (dst == v).nonzero().flatten()
+        if len(idx):
+            out = out.index_put((idx,), fn(z[idx].T).T)
+    return out
+
+
+BIG = make_graph([1, 500, 0, 2, 37, 3, 120, 0, 1, 9, 260, 4], seed=2)
+
+
+@pytest.mark.parametrize("alpha", [1.2, 1.5, 1.8, 2.0, 3.0])
+def test_matches_entmax_bisect_values_and_gradients(alpha):
+    z = logits_for(BIG).requires_grad_()
+    a = torch.tensor([alpha, 1 + (alpha - 1) / 2], dtype=z.dtype, requires_grad=True)
+    w = torch.randn(z.shape, dtype=z.dtype, generator=torch.Generator().manual_seed(3))
+    out = edge_entmax(BIG, z, a)
+    ref = per_node(BIG, z, lambda s: entmax.entmax_bisect(s, a.view(-1, 1), dim=-1, n_iter=80))
+    torch.testing.assert_close(out, ref, atol=1e-6, rtol=0)
+    got = torch.autograd.grad((out * w).sum(), (z, a))
+    want = torch.autograd.grad((ref * w).sum(), (z, a))
+    for g, r in zip(got, want):
+        torch.testing.assert_close(g, r, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [1.3, 1.5, 2.0, 2.5])
+def test_float_alpha_matches_tensor_alpha(alpha):
+    """The float shortcuts (alpha = 1.5, 2, other) agree with the generic per-head path."""
+    z = logits_for(BIG).requires_grad_()
+    w = torch.randn(z.shape, dtype=z.dtype, generator=torch.Generator().manual_seed(5))
+    outs = [edge_entmax(BIG, z, a) for a in (alpha, torch.tensor([alpha, alpha], dtype=z.dtype))]
+    torch.testing.assert_close(outs[0], outs[1], atol=1e-12, rtol=0)
+    grads = [torch.autograd.grad((out * w).sum(), z)[0] for out in outs]
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-10, rtol=0)
+
+
+def test_alpha_two_is_sparsemax():
+    z = logits_for(BIG)
+    ref = per_node(BIG, z, lambda s: entmax.sparsemax(s, dim=-1))
+    torch.testing.assert_close(edge_entmax(BIG, z, 2.0), ref, atol=1e-12, rtol=0)
+
+
+def test_alpha_one_is_softmax_and_limit():
+    z = logits_for(BIG)
+    soft = edge_softmax(BIG, z)
+    torch.testing.assert_close(edge_entmax(BIG, z, 1.0), soft, atol=1e-12, rtol=0)
+    torch.testing.assert_close(edge_entmax(BIG, z, torch.ones(2)), soft, atol=1e-12, rtol=0)
+    errors = [float((edge_entmax(BIG, z, 1 + eps) - soft).abs().max()) for eps in (1e-1, 1e-2, 1e-3, 1e-5)]
+    assert errors == sorted(errors, reverse=True) and errors[-1] < 1e-4
+
+
+def test_alpha_gradient_at_one_matches_one_sided_difference():
+    z = logits_for(BIG)
+    w = torch.randn(z.shape, dtype=z.dtype, generator=torch.Generator().manual_seed(4))
+    a = torch.ones(2, dtype=z.dtype, requires_grad=True)
+    grad = torch.autograd.grad((edge_entmax(BIG, z, a) * w).sum(), a)[0]
+    h = 1e-6
+    loss = lambda alpha: (edge_entmax(BIG, z, alpha) * w).sum(0)  # noqa: E731 - per head
+    fd = (loss(torch.full((2,), 1 + h, dtype=z.dtype)) - loss(a.detach())) / h
+    torch.testing.assert_close(grad, fd, rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [[1.3, 1.7], [2.0, 2.5], [1.5, 1.5]])
+def test_gradcheck(alpha):
+    graph = make_graph([2, 0, 4, 1, 6, 3], seed=4)
+    z = logits_for(graph, seed=6).requires_grad_()
+    a = torch.tensor(alpha, dtype=z.dtype, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, y: edge_entmax(graph, x, y), (z, a), atol=1e-8, rtol=1e-6)
+
+
+def test_float32_and_shapes():
+    z = logits_for(BIG)
+    ref = edge_entmax(BIG, z, 1.5)
+    out = edge_entmax(BIG, z.float(), 1.5)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out.double(), ref, atol=1e-5, rtol=0)
+    torch.testing.assert_close(edge_entmax(BIG, z[:, :1], 1.5)[:, 0], edge_entmax(BIG, z[:, 0], 1.5))
+    assert edge_entmax(BIG, z.unsqueeze(-1), torch.tensor([1.5, 1.2])).shape == (BIG.num_edges(), 2, 1)
+
+
+def test_sums_to_one_and_empty_nodes():
+    z = logits_for(BIG).requires_grad_()
+    out = edge_entmax(BIG, z, 1.5)
+    sums = dgl.ops.copy_e_sum(BIG, out)
+    has_edges = BIG.in_degrees() > 0
+    torch.testing.assert_close(sums[has_edges], torch.ones_like(sums[has_edges]), atol=1e-12, rtol=0)
+    assert (sums[~has_edges] == 0).all()
+    out.sum().backward()
+    assert torch.isfinite(z.grad).all()
+
+
+def test_errors():
+    z = logits_for(BIG)
+    with pytest.raises(ZooOpError, match=r"alpha must be finite and >= 1; got alpha = \[0.5\]"):
+        edge_entmax(BIG, z, 0.5)
+    with pytest.raises(ZooOpError, match=r"alpha = \[inf\]"):
+        edge_entmax(BIG, z, torch.tensor([1.5, float("inf")]))
+    e = BIG.num_edges()
+    with pytest.raises(ZooOpError, match=rf"alpha has shape \[{e}, 2\], which does not fit"):
+        edge_entmax(BIG, z, torch.full(z.shape, 1.5))
+    with pytest.raises(ZooOpError, match=rf"logits has shape \[{e}, 2, 2\] but the graph has {e} edges"):
+        edge_entmax(BIG, z.unsqueeze(-1).expand(-1, -1, 2), 1.5)
+    bad = z.clone()
+    bad[BIG.in_edges(4, form="eid")[3], 0] = float("nan")
+    with pytest.raises(ZooOpError, match=r"NaN or \+inf on edges into destination node\(s\) \[4\]"):
+        edge_entmax(BIG, bad, 1.5)

@@ -1,0 +1,46 @@
+"""Run a list of recipes over seeds, one after another (a recipe whose data is missing is
+skipped and reported; the others still run).
+
+    python tools/sweep.py recipes/cora_*.yaml recipes/texas_ltga_*.yaml --seeds 0-9 --out runs/ltga
+    python tools/report.py runs/ltga
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
+from zoo.engine.recipe import parse_seeds  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("recipes", nargs="+", help="YAML recipes")
+    parser.add_argument("--seeds", help="seeds, e.g. 0-9 (default: each recipe's)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a key in every recipe (repeatable)")
+    parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
+    parser.add_argument("--out", default="runs", help="output root (default: runs)")
+    parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
+    parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
+    args = parser.parse_args(argv)
+    try:
+        recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
+        seeds = parse_seeds(args.seeds) if args.seeds else None
+    except RecipeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress)
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished seeds are kept and the running one resumes from its last "
+              "checkpoint; rerun the same command to continue", file=sys.stderr)
+        return 130
+    return 1 if any(isinstance(result, str) for result in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

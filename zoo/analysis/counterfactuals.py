@@ -1,0 +1,98 @@
+"""LTGA diagnostics on a trained model: attention statistics, pruning counterfactuals and the
+label agreement of pruned versus kept edges.
+
+Counterfactuals (inference only, same weights):
+* A: force q = 1 (softmax) in every layer;
+* B: q = 1, then prune at random as many edges per neighbourhood and head as the learned
+  attention set exactly to zero, and renormalise;
+* C: clamp q >= 1 (no heavy tails, keep the learned sparsity).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable
+
+import dgl.ops
+import torch
+
+from zoo.analysis.attention import attention_statistics, segment_rank
+
+
+@contextmanager
+def _hooks(layers, q_override=None, attention_override=None):
+    for conv in layers:
+        conv.q_override, conv.attention_override = q_override, attention_override
+    try:
+        yield
+    finally:
+        for conv in layers:
+            conv.q_override = conv.attention_override = None
+
+
+def _recorded_forward(model, graph, features):
+    """Logits and each layer's attention ``[E, H]`` (in layer order)."""
+    recorded = []
+
+    def record(g, attention):
+        recorded.append(attention.detach())
+        return attention
+
+    with _hooks(model.layers(), attention_override=record), torch.no_grad():
+        logits = model(graph, features)
+    return logits, recorded
+
+
+def random_prune(learned: list[torch.Tensor], generator: torch.Generator) -> Callable:
+    """An attention hook that zeroes, per node and head, as many random edges as ``learned``
+    (one ``[E, H]`` tensor per layer, used in call order) has exact zeros, then renormalises."""
+    layer = iter(learned)
+
+    def prune(graph, attention):
+        zeros = (next(layer) == 0).to(attention.dtype)
+        count = dgl.ops.copy_e_sum(graph, zeros)
+        _, dst = graph.edges()
+        noise = torch.rand(attention.shape, generator=generator, dtype=torch.float64)
+        rank = torch.stack([segment_rank(dst, noise[:, h]) for h in range(attention.shape[1])], 1)
+        keep = (rank >= count[dst]).to(attention.dtype)
+        kept = attention * keep
+        return kept / dgl.ops.copy_e_sum(graph, kept)[dst]
+
+    return prune
+
+
+def label_agreement(graph, attention: torch.Tensor, labels: torch.Tensor, train_mask: torch.Tensor) -> dict:
+    """Share of (edge, head) pairs whose endpoints share a label, for pruned (weight 0) and kept
+    edges, over non-loop edges with both endpoints in the training set (training labels only)."""
+    src, dst = graph.edges()
+    usable = train_mask[src] & train_mask[dst] & (src != dst)
+    same = (labels[src] == labels[dst])[usable][:, None].expand(-1, attention.shape[1])
+    pruned = attention[usable] == 0
+    result = {}
+    for name, mask in (("pruned", pruned), ("kept", ~pruned)):
+        n = int(mask.sum())
+        result[name] = {"agreement": float(same[mask].double().mean()) if n else None, "n": n}
+    return result
+
+
+def ltga_diagnostics(model, data, score: Callable[[torch.Tensor], float], seed: int = 0) -> dict:
+    """Attention statistics per layer, label agreement and counterfactuals A-C of a trained LTGA
+    model on ``data`` (a :class:`zoo.data.NodeData`); ``score(logits)`` gives the metric
+    reported for each variant (e.g. test accuracy)."""
+    model.eval()
+    graph, features = data.graph, data.features
+    logits, learned = _recorded_forward(model, graph, features)
+    report = {
+        "layers": [attention_statistics(graph, a) for a in learned],
+        "label_agreement": [label_agreement(graph, a, data.labels, data.train_mask) for a in learned],
+        "counterfactual": {"trained": score(logits)},
+    }
+    if all(conv.normaliser == "qsoftmax" for conv in model.layers()):
+        one = lambda q: 1.0
+        clamp = lambda q: q.clamp(min=1.0) if torch.is_tensor(q) else max(q, 1.0)
+        prune = random_prune(learned, torch.Generator().manual_seed(seed))
+        variants = {"A_softmax": dict(q_override=one), "B_random_prune": dict(q_override=one, attention_override=prune),
+                    "C_clamp_q": dict(q_override=clamp)}
+        for name, hooks in variants.items():
+            with _hooks(model.layers(), **hooks), torch.no_grad():
+                report["counterfactual"][name] = score(model(graph, features))
+    return report

@@ -1,0 +1,149 @@
+"""SigGate-GT: a GraphGPS graph-level model whose global attention carries a learned gate.
+
+Pipeline (GraphGPS's ``GPSModel`` layout)::
+
+    h = [atom embedding | LapPE | RWSE]        NodeFeatureEncoder, dim wide in all
+    e = bond embedding                         BondEncoder or type dict (absent for local="none")
+    h, e = GPSLayer(g, h, e)   x layers        local branch + gated global attention + FFN
+    y = MLP(pool(g, h))                        mean or sum readout, head_layers Linear layers
+
+Inputs on the (batched) graph: ``ndata["feat"]`` int64 ``[N, 9]`` (``ogb.utils.smiles2graph``)
+or ``[N]`` types (``atom_types > 0``), ``edata["feat"]`` int64 ``[E, 3]`` or ``[E]`` types
+(``bond_types > 0``), and the encodings named by :meth:`GraphTransformer.pe_spec`:
+``ndata["lap_eigvec"]``/``ndata["lap_eigval"]`` ``[N, lap_k]`` (NaN-padded for graphs with fewer
+than ``lap_k`` nodes) and ``ndata["rwse"]`` ``[N, rwse_k]``, computed by
+``zoo.data.positional.add_positional_encodings``.
+
+With ``local="gatedgcn"`` the edge features returned by the last layer are not read, so the
+BatchNorm on that layer's edge output (``blocks[-1].local.bn_edge``) never receives a gradient,
+as in GraphGPS.
+"""
+from __future__ import annotations
+
+import dgl
+import torch
+from dgl.nn import AvgPooling, SumPooling
+from torch import nn
+
+from zoo.models.registry import register_model
+from zoo.nn.encoders import BondEncoder, NodeFeatureEncoder, TypeDictEncoder
+from zoo.nn.gated_attention import GatedMultiheadAttention
+from zoo.nn.gps_layer import GPSLayer
+from zoo.nn.positional_encoders import LapPEDeepSet, RWSEEncoder, SignNetLapPE
+
+PE_PARTS = ("lap", "rwse")
+LAP_ENCODERS = ("signnet", "deepset")
+POOLS = {"mean": AvgPooling, "sum": SumPooling}
+
+
+def _parse_pe(pe: str) -> tuple[str, ...]:
+    """``"lap+rwse"`` -> ``("lap", "rwse")``; ``"none"`` -> ``()``."""
+    parts = () if pe == "none" else tuple(pe.split("+"))
+    unknown = [p for p in parts if p not in PE_PARTS]
+    if unknown or len(set(parts)) != len(parts):
+        raise ValueError(f"pe must be 'none' or '+'-joined parts of {PE_PARTS} without repeats, got {pe!r}")
+    return parts
+
+
+@register_model("siggate_gt")
+class GraphTransformer(nn.Module):
+    """SigGate-GT / GraphGPS for graph property prediction (see module docstring).
+
+    ``forward(g) -> [B, num_outputs]`` for a batch ``g`` of ``B`` graphs. ``pe`` is ``"lap+rwse"``,
+    ``"lap"``, ``"rwse"`` or ``"none"``; each enabled encoding is ``dim_pe`` wide and the atom
+    embedding takes the rest of ``dim``. ``lap_encoder`` is ``"signnet"`` (reads ``lap_eigvec``)
+    or ``"deepset"`` (``lap_eigvec`` and ``lap_eigval``). ``atom_types``/``bond_types`` > 0
+    switch from the OGB encoders to type dictionaries (canonical ZINC: 28 and 4). ``ffn_ratio``
+    is an integer, as :class:`GPSLayer` takes it. The head has ``head_layers`` Linear layers,
+    ``dim`` wide with ReLU between them.
+
+    >>> model = create_model("siggate_gt", num_outputs=1, atom_types=28, bond_types=4)  # doctest: +SKIP
+    >>> model.pe_spec()  # doctest: +SKIP
+    {'lap_k': 8, 'rwse_k': 20}
+    """
+
+    def __init__(self, num_outputs: int = 1, dim: int = 64, heads: int = 8, layers: int = 10,
+                 local: str = "gatedgcn", gate: str = "output", gate_per_head: bool = True,
+                 gate_activation: str = "sigmoid", gate_bias_init: float = 0.5, dropout: float = 0.0,
+                 attn_dropout: float = 0.5, norm: str = "batch", pool: str = "mean", pe: str = "lap+rwse",
+                 lap_k: int = 8, lap_encoder: str = "signnet", dim_pe: int = 16, rwse_k: int = 20,
+                 atom_types: int = 0, bond_types: int = 0, ffn_ratio: int = 2, head_layers: int = 2):
+        super().__init__()
+        parts = _parse_pe(pe)
+        if lap_encoder not in LAP_ENCODERS:
+            raise ValueError(f"lap_encoder must be one of {LAP_ENCODERS}, got {lap_encoder!r}")
+        if pool not in POOLS:
+            raise ValueError(f"pool must be one of {tuple(POOLS)}, got {pool!r}")
+        if min(num_outputs, layers, head_layers) < 1:
+            raise ValueError(
+                f"num_outputs, layers and head_layers must be >= 1, got {num_outputs}, {layers}, {head_layers}"
+            )
+        if ("lap" in parts and lap_k < 1) or ("rwse" in parts and rwse_k < 1):
+            raise ValueError(f"pe={pe!r} needs lap_k/rwse_k >= 1, got lap_k={lap_k}, rwse_k={rwse_k}")
+        if min(atom_types, bond_types) < 0:
+            raise ValueError(f"atom_types and bond_types must be >= 0, got {atom_types}, {bond_types}")
+        self.pe, self.lap_k, self.rwse_k, self.lap_encoder = pe, lap_k, rwse_k, lap_encoder
+
+        lap_pe = None
+        if "lap" in parts:
+            lap_pe = SignNetLapPE(dim_pe) if lap_encoder == "signnet" else LapPEDeepSet(dim_pe)
+        rwse = RWSEEncoder(rwse_k, dim_pe) if "rwse" in parts else None
+        self.node_encoder = NodeFeatureEncoder(dim, atom_types=atom_types or None, lap_pe=lap_pe, rwse=rwse)
+        self.edge_encoder = None
+        if local != "none":
+            self.edge_encoder = TypeDictEncoder(bond_types, dim) if bond_types else BondEncoder(dim)
+        self.blocks = nn.ModuleList(
+            GPSLayer(dim, heads, local=local, gate=gate, gate_per_head=gate_per_head,
+                     gate_activation=gate_activation, gate_bias_init=gate_bias_init, dropout=dropout,
+                     attn_dropout=attn_dropout, norm=norm, ffn_ratio=ffn_ratio)
+            for _ in range(layers)
+        )
+        self.pool = POOLS[pool]()
+        head: list[nn.Module] = []
+        for _ in range(head_layers - 1):
+            head += [nn.Linear(dim, dim), nn.ReLU()]
+        self.head = nn.Sequential(*head, nn.Linear(dim, num_outputs))
+
+    def pe_spec(self) -> dict:
+        """The encodings ``forward`` reads, as a PE spec for ``add_positional_encodings``.
+
+        >>> GraphTransformer(pe="rwse", rwse_k=16).pe_spec()
+        {'rwse_k': 16}
+        """
+        parts = _parse_pe(self.pe)
+        return {**({"lap_k": self.lap_k} if "lap" in parts else {}),
+                **({"rwse_k": self.rwse_k} if "rwse" in parts else {})}
+
+    def gate_modules(self) -> list[GatedMultiheadAttention]:
+        """The global attention module of every layer, input first (set ``.record = True`` to
+        keep their last attention weights and gates)."""
+        return [block.attn for block in self.blocks]
+
+    def _node_tensor(self, g, key: str, width: int) -> torch.Tensor:
+        """``g.ndata[key]`` ``[N, width]`` in the model's float type, or an error saying how to make it."""
+        if key not in g.ndata:
+            raise KeyError(
+                f"g.ndata[{key!r}] is missing: pe={self.pe!r} needs it with {width} columns. Compute it with "
+                f"zoo.data.positional.add_positional_encodings(graphs, model.pe_spec()) before batching."
+            )
+        x = g.ndata[key]
+        if x.dim() != 2 or x.shape[1] != width:
+            raise ValueError(
+                f"g.ndata[{key!r}] has shape {tuple(x.shape)} but the model needs [N, {width}]; recompute the "
+                f"encodings with add_positional_encodings(graphs, model.pe_spec()) = {self.pe_spec()}"
+            )
+        return x.to(self.head[-1].weight.dtype)
+
+    def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
+        spec, pe = self.pe_spec(), {}
+        if "lap_k" in spec:
+            pe["lap_eigvec"] = self._node_tensor(g, "lap_eigvec", self.lap_k)
+            if self.lap_encoder == "deepset":
+                pe["lap_eigval"] = self._node_tensor(g, "lap_eigval", self.lap_k)
+        if "rwse_k" in spec:
+            pe["rwse"] = self._node_tensor(g, "rwse", self.rwse_k)
+        h = self.node_encoder(g, g.ndata["feat"], **pe)
+        e = self.edge_encoder(g.edata["feat"]) if self.edge_encoder is not None else None
+        for block in self.blocks:
+            h, e = block(g, h, e)
+        return self.head(self.pool(g, h))

@@ -1,0 +1,54 @@
+"""The LTGA node classifier: the GATv2 backbone with :class:`zoo.nn.LTGAConv` layers."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from zoo.models.registry import register_model
+from zoo.nn.ltga_conv import LTGAConv
+
+
+@register_model("ltga")
+class LTGA(nn.Module):
+    """``layers`` LTGAConv layers, ELU between them, heads concatenated inside and averaged at the
+    output (the seed paper's backbone). ``q_mode="global"`` shares one index logit by all layers.
+
+    >>> model = create_model("ltga", in_feats=1433, num_classes=7, q_mode="edge")  # doctest: +SKIP
+    """
+
+    def __init__(self, in_feats: int, num_classes: int, hidden: int = 64, heads: int = 8, layers: int = 2,
+                 dropout: float = 0.4, attn_dropout: float = 0.4, negative_slope: float = 0.2,
+                 normaliser: str = "qsoftmax", q_mode: str = "head", q: float = 1.0, delta: float = 1.0,
+                 alpha: float = 1.5, control: str = "none", scoring: str = "gatv2"):
+        super().__init__()
+        if layers < 1 or heads < 1:
+            raise ValueError(f"layers and heads must be >= 1, got layers={layers}, heads={heads}")
+        shared = nn.Parameter(torch.zeros(())) if q_mode == "global" and normaliser == "qsoftmax" else None
+        self.shared_q_logit = shared
+        common = dict(normaliser=normaliser, q_mode=q_mode, q=q, delta=delta, alpha=alpha, shared_q_logit=shared,
+                      control=control, scoring=scoring, feat_drop=dropout, attn_drop=attn_dropout,
+                      negative_slope=negative_slope)
+        in_sizes = [in_feats] + [hidden * heads] * (layers - 1)
+        self.convs = nn.ModuleList(LTGAConv(size, hidden, heads, activation=F.elu, **common)
+                                   for size in in_sizes[:-1])
+        self.out = LTGAConv(in_sizes[-1], num_classes, heads, **common)
+
+    def layers(self) -> list[LTGAConv]:
+        """All LTGA layers, input first."""
+        return [*self.convs, self.out]
+
+    def index_parameters(self) -> list[nn.Parameter]:
+        """Parameters of q (or of a capacity-matched control), for their own optimiser."""
+        params = [self.shared_q_logit] if self.shared_q_logit is not None else []
+        return params + [p for conv in self.layers() for p in conv.index_parameters()]
+
+    def q_values(self) -> list[torch.Tensor]:
+        """The q each layer used in the last forward (tensors keep their graph, for the prior)."""
+        return [conv.last_q for conv in self.layers() if torch.is_tensor(conv.last_q)]
+
+    def forward(self, graph, features: torch.Tensor) -> torch.Tensor:
+        h = features
+        for conv in self.convs:
+            h = conv(graph, h).flatten(1)
+        return self.out(graph, h).mean(1)

@@ -1,0 +1,166 @@
+"""Multi-head self-attention over the nodes of each graph, with an optional SigGate-GT gate.
+
+The nodes of a batched DGL graph are scattered into a padded dense block ``[B, L, D]`` (``B``
+graphs, ``L`` the largest graph), attended to under a key padding mask, and gathered back to
+``[N, D]``; no Python loop runs over graphs.
+
+Gate (SigGate-GT, Eq. 3-4): ``head_k = softmax(Q_k K_k^T / sqrt(d_k)) V_k * act(X W_k^g + b_k^g)``
+where ``X`` is the attention input. Placements:
+
+* ``none``: plain multi-head attention.
+* ``output`` (G1): the gate multiplies each head's attention output element-wise, per query
+  node, before the output projection ``W_O``.
+* ``value`` (G2): the gate multiplies each head's values element-wise, per key node, before
+  the attention weights are applied.
+* ``logit`` (G3): a scalar gate per query node and head multiplies the scaled logits
+  ``Q_k K_k^T / sqrt(d_k)`` before the softmax (a learned per-query temperature).
+
+Gate shapes: ``gate_per_head=True`` gives every head its own gate, so ``W_g`` maps ``D -> D``
+(``output``/``value``: ``H`` slices of ``d_k``) or ``D -> H`` (``logit``).
+``gate_per_head=False`` shares one gate across the heads: ``D -> d_k`` (``output``/``value``)
+or ``D -> 1`` (``logit``). Activations: ``sigmoid``, ``tanh``, ``relu`` and
+``sigmoid2 = 2 * sigmoid`` (range (0, 2), exactly 1 at a zero pre-activation).
+
+Initialisation: ``in_proj``/``out_proj`` follow ``torch.nn.MultiheadAttention`` (Xavier-uniform
+input projection, zero biases) and use its parameter layout, so its weights load directly.
+``W_g`` starts at zero and ``b_g`` at ``gate_bias_init`` (0.5), so at step 0 every gate equals
+``act(0.5)``: the gated layer starts as the plain layer with a constant per-head scale and
+learns the input dependence from there.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+GATES = ("none", "output", "value", "logit")
+
+
+def _sigmoid2(z: torch.Tensor) -> torch.Tensor:
+    return 2.0 * torch.sigmoid(z)
+
+
+GATE_ACTIVATIONS = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": torch.relu, "sigmoid2": _sigmoid2}
+
+
+def to_dense_batch(h: torch.Tensor, batch_num_nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scatter the node rows of a batched graph into a zero-padded dense block.
+
+    ``h`` ``[N, *F]`` (nodes graph by graph, as ``dgl.batch`` orders them), ``batch_num_nodes``
+    ``[B]`` -> ``(dense [B, L, *F], mask [B, L])`` with ``L = max(batch_num_nodes)`` and
+    ``mask`` True at real nodes. ``dense[mask]`` gives ``h`` back.
+
+    >>> dense, mask = to_dense_batch(torch.arange(5.)[:, None], torch.tensor([2, 3]))
+    >>> dense.shape, mask.tolist()
+    (torch.Size([2, 3, 1]), [[True, True, False], [True, True, True]])
+    """
+    batch_num_nodes = batch_num_nodes.to(h.device)
+    if int(batch_num_nodes.sum()) != h.shape[0]:
+        raise ValueError(f"batch_num_nodes sums to {int(batch_num_nodes.sum())} but h has {h.shape[0]} rows")
+    num_graphs = batch_num_nodes.numel()
+    graph_id = torch.repeat_interleave(torch.arange(num_graphs, device=h.device), batch_num_nodes)
+    first = torch.cumsum(batch_num_nodes, 0) - batch_num_nodes
+    position = torch.arange(h.shape[0], device=h.device) - first[graph_id]
+    width = int(batch_num_nodes.max()) if num_graphs else 0
+    dense = h.new_zeros((num_graphs, width) + tuple(h.shape[1:]))
+    dense[graph_id, position] = h
+    mask = torch.zeros(num_graphs, width, dtype=torch.bool, device=h.device)
+    mask[graph_id, position] = True
+    return dense, mask
+
+
+class GatedMultiheadAttention(nn.Module):
+    """Full self-attention within each graph of a batch, optionally gated (see module docstring).
+
+    ``forward(g, h)``: ``h`` ``[N, dim]`` -> ``[N, dim]``. With ``record=True`` the last call
+    keeps, detached, ``last_attn`` ``[B, H, L, L]`` (softmax weights before dropout; padded
+    rows and columns included, see ``last_mask`` ``[B, L]``) and ``last_gate`` ``[N, H, G]``
+    (``G = d_k`` for output/value, ``1`` for logit; a shared gate is repeated over heads;
+    ``None`` for gate ``none``).
+
+    >>> import dgl
+    >>> g = dgl.batch([dgl.rand_graph(3, 4), dgl.rand_graph(5, 9)])
+    >>> attn = GatedMultiheadAttention(16, heads=4, gate="output")
+    >>> attn(g, torch.randn(8, 16)).shape
+    torch.Size([8, 16])
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        gate: str = "none",
+        gate_per_head: bool = True,
+        gate_activation: str = "sigmoid",
+        gate_bias_init: float = 0.5,
+        attn_dropout: float = 0.0,
+        record: bool = False,
+    ):
+        super().__init__()
+        if dim < 1 or heads < 1 or dim % heads:
+            raise ValueError(f"dim must be a positive multiple of heads, got dim={dim}, heads={heads}")
+        if gate not in GATES:
+            raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
+        if gate_activation not in GATE_ACTIVATIONS:
+            raise ValueError(f"gate_activation must be one of {tuple(GATE_ACTIVATIONS)}, got {gate_activation!r}")
+        self.dim, self.heads, self.head_dim = dim, heads, dim // heads
+        self.gate, self.gate_per_head, self.gate_activation = gate, gate_per_head, gate_activation
+        self.record = record
+
+        self.in_proj = nn.Linear(dim, 3 * dim)
+        self.out_proj = nn.Linear(dim, dim)
+        nn.init.xavier_uniform_(self.in_proj.weight)
+        nn.init.zeros_(self.in_proj.bias)
+        nn.init.zeros_(self.out_proj.bias)
+        self.attn_dropout = nn.Dropout(attn_dropout)
+
+        self.gate_proj = None
+        if gate != "none":
+            self.gate_width = 1 if gate == "logit" else self.head_dim
+            groups = heads if gate_per_head else 1
+            self.gate_proj = nn.Linear(dim, groups * self.gate_width)
+            nn.init.zeros_(self.gate_proj.weight)
+            nn.init.constant_(self.gate_proj.bias, gate_bias_init)
+
+        self.last_attn = self.last_mask = self.last_gate = None
+
+    def _gate_values(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, L, D]`` -> gate ``[B, L, H, G]``."""
+        z = self.gate_proj(x).unflatten(-1, (-1, self.gate_width))
+        return GATE_ACTIVATIONS[self.gate_activation](z).expand(-1, -1, self.heads, -1)
+
+    def _attend(self, x: torch.Tensor, mask: torch.Tensor):
+        """Dense attention: ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` -> (out, weights, gate)."""
+        batch, length, _ = x.shape
+        q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(1, 2) for t in self.in_proj(x).chunk(3, -1))
+        gate = self._gate_values(x) if self.gate_proj is not None else None  # [B, L, H, G]
+
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # [B, H, L, L]
+        if self.gate == "logit":
+            scores = scores * gate.permute(0, 2, 1, 3)
+        scores = scores.masked_fill(~mask[:, None, None, :], torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=-1)
+        if self.gate == "value":
+            v = v * gate.transpose(1, 2)
+        heads = self.attn_dropout(weights) @ v  # [B, H, L, d_k]
+        if self.gate == "output":
+            heads = heads * gate.transpose(1, 2)
+        out = self.out_proj(heads.transpose(1, 2).reshape(batch, length, self.dim))
+        return out, weights, gate
+
+    def forward(self, g, h: torch.Tensor) -> torch.Tensor:
+        if h.dim() != 2 or h.shape[1] != self.dim:
+            raise ValueError(f"h must have shape [N, {self.dim}], got {tuple(h.shape)}")
+        dense, mask = to_dense_batch(h, g.batch_num_nodes())
+        out, weights, gate = self._attend(dense, mask)
+        if self.record:
+            self.last_attn, self.last_mask = weights.detach(), mask
+            self.last_gate = None if gate is None else gate[mask].detach()
+        return out[mask]
+
+    def extra_repr(self) -> str:
+        return (
+            f"dim={self.dim}, heads={self.heads}, gate={self.gate!r}, "
+            f"gate_per_head={self.gate_per_head}, gate_activation={self.gate_activation!r}"
+        )

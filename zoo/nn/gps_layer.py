@@ -1,0 +1,115 @@
+"""GraphGPS layer (Rampasek et al., 2022) with the SigGate-GT gated global attention.
+
+Parallel form, as GraphGPS's ``GPSLayer``::
+
+    h_local  = norm(h + dropout(Local(g, h, e)))     # absent for local="none"
+    h_global = norm(h + dropout(Global(g, h)))
+    h'       = h_local + h_global
+    out      = norm(h' + FFN(h')),  FFN = Linear(D, r D) -> ReLU -> dropout -> Linear(r D, D) -> dropout
+
+Local branches:
+
+* ``gatedgcn``: ``dgl.nn.GatedGCNConv`` built with ``residual=False, dropout=0`` (its own
+  BatchNorm and ReLU kept). DGL applies dropout *after* its residual sum; GraphGPS applies it to
+  the branch before the sum, so this layer does the dropout and both residuals itself, which
+  gives GraphGPS's ``h + dropout(relu(bn(.)))`` for nodes and ``e + dropout(relu(bn(.)))`` for
+  edges. The updated edge features are returned.
+* ``gine``: ``dgl.nn.GINEConv`` with MLP ``Linear -> ReLU -> Linear`` and fixed ``eps = 0``;
+  edge features pass through unchanged.
+* ``none``: global attention only; ``e`` passes through (it may be ``None``).
+
+``norm="batch"`` is ``BatchNorm1d`` over nodes (GraphGPS default); ``norm="layer"`` is
+``LayerNorm`` per node (GraphGPS's ``layer_norm`` flag uses PyG's GraphNorm instead). The
+BatchNorm inside GatedGCN is kept for both, as in GraphGPS.
+"""
+from __future__ import annotations
+
+import torch
+from dgl.nn import GatedGCNConv, GINEConv
+from torch import nn
+from torch.nn import functional as F
+
+from zoo.nn.gated_attention import GatedMultiheadAttention
+
+LOCALS = ("gatedgcn", "gine", "none")
+NORMS = ("batch", "layer")
+
+
+class GPSLayer(nn.Module):
+    """One GraphGPS layer with optional SigGate-GT gate on the global attention.
+
+    ``forward(g, h, e)``: ``h`` ``[N, dim]``, ``e`` ``[E, dim]`` (``None`` allowed for
+    ``local="none"``) -> ``(h [N, dim], e)``. ``g`` is a batched ``DGLGraph``. The attention
+    module is ``self.attn`` (a :class:`GatedMultiheadAttention`; set ``self.attn.record = True``
+    to keep its last weights and gates).
+
+    >>> import dgl
+    >>> g = dgl.batch([dgl.rand_graph(4, 8), dgl.rand_graph(6, 12)])
+    >>> layer = GPSLayer(32, heads=4, local="gatedgcn", gate="output")
+    >>> h, e = layer(g, torch.randn(10, 32), torch.randn(20, 32))
+    >>> h.shape, e.shape
+    (torch.Size([10, 32]), torch.Size([20, 32]))
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        local: str = "gatedgcn",
+        gate: str = "none",
+        gate_per_head: bool = True,
+        gate_activation: str = "sigmoid",
+        gate_bias_init: float = 0.5,
+        dropout: float = 0.0,
+        attn_dropout: float = 0.0,
+        norm: str = "batch",
+        ffn_ratio: int = 2,
+    ):
+        super().__init__()
+        if local not in LOCALS:
+            raise ValueError(f"local must be one of {LOCALS}, got {local!r}")
+        if norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+        if not isinstance(ffn_ratio, int) or ffn_ratio < 1:
+            raise ValueError(f"ffn_ratio must be a positive integer, got {ffn_ratio!r}")
+        self.dim, self.local_type = dim, local
+        self.attn = GatedMultiheadAttention(
+            dim, heads, gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
+            gate_bias_init=gate_bias_init, attn_dropout=attn_dropout,
+        )
+
+        def make_norm() -> nn.Module:
+            return nn.BatchNorm1d(dim) if norm == "batch" else nn.LayerNorm(dim)
+
+        self.local = None
+        if local == "gatedgcn":
+            self.local = GatedGCNConv(dim, dim, dim, dropout=0.0, batch_norm=True, residual=False, activation=F.relu)
+        elif local == "gine":
+            self.local = GINEConv(nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)))
+        self.norm_local = make_norm() if self.local is not None else None
+        self.norm_attn = make_norm()
+        self.ffn = nn.Sequential(
+            nn.Linear(dim, ffn_ratio * dim), nn.ReLU(), nn.Dropout(dropout),
+            nn.Linear(ffn_ratio * dim, dim), nn.Dropout(dropout),
+        )
+        self.norm_ffn = make_norm()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, g, h: torch.Tensor, e: torch.Tensor | None = None):
+        if h.dim() != 2 or h.shape[1] != self.dim:
+            raise ValueError(f"h must have shape [N, {self.dim}], got {tuple(h.shape)}")
+        out = self.norm_attn(h + self.dropout(self.attn(g, h)))
+        if self.local is not None:
+            if e is None or e.dim() != 2 or e.shape[1] != self.dim:
+                shape = None if e is None else tuple(e.shape)
+                raise ValueError(f"local={self.local_type!r} needs edge features of shape [E, {self.dim}], got {shape}")
+            if self.local_type == "gatedgcn":
+                h_local, e_local = self.local(g, h, e)
+                e = e + self.dropout(e_local)
+            else:
+                h_local = self.local(g, h, e)
+            out = out + self.norm_local(h + self.dropout(h_local))
+        return self.norm_ffn(out + self.ffn(out)), e
+
+    def extra_repr(self) -> str:
+        return f"local={self.local_type!r}"

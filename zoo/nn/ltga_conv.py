@@ -1,0 +1,185 @@
+"""LTGAConv: GATv2 scoring with a learnable Tsallis (q-softmax) or sparse normaliser."""
+from __future__ import annotations
+
+import math
+
+import dgl.function as fn
+import torch
+from dgl.nn.functional import edge_softmax
+from torch import nn
+
+from zoo.ops import edge_entmax, edge_qsoftmax, edge_sparsemax
+
+NORMALISERS = ("softmax", "qsoftmax", "entmax", "sparsemax")
+Q_MODES = ("fixed", "global", "layer", "head", "edge")
+CONTROLS = ("none", "edge_bias", "edge_scale", "head_temperature")
+SCORINGS = ("gatv2", "dot")
+
+
+def _choice(value, options, name):
+    if value not in options:
+        raise ValueError(f"{name}={value!r} is not one of {options}")
+
+
+class EdgeGate(nn.Module):
+    """Per-edge MLP ``[W_l h_i || W_r h_j] (2F) -> hidden -> H`` with a zero-initialised output.
+
+    The first layer is split into a source and a destination half and applied per node, so the
+    cost on the edges is one addition and an ``hidden x H`` product.
+    """
+
+    def __init__(self, in_feats: int, heads: int, hidden: int = 8):
+        super().__init__()
+        self.src = nn.Linear(in_feats, hidden)
+        self.dst = nn.Linear(in_feats, hidden, bias=False)
+        self.out = nn.Linear(hidden, heads)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, graph, proj_src: torch.Tensor, proj_dst: torch.Tensor) -> torch.Tensor:
+        """Edge outputs ``[E, H]`` from node projections ``[N, F]``."""
+        with graph.local_scope():
+            graph.srcdata["gs"] = self.src(proj_src)
+            graph.dstdata["gd"] = self.dst(proj_dst)
+            graph.apply_edges(fn.u_add_v("gs", "gd", "g"))
+            return self.out(torch.relu(graph.edata["g"]))
+
+
+class LTGAConv(nn.Module):
+    r"""Learnable Tsallis graph attention (LTGA) layer.
+
+    Scores (GATv2): ``e_ij = a^T LeakyReLU(W_l h_i + W_r h_j [+ W_e x_ij])`` per head, or
+    ``<W_l h_i, W_r h_j> / sqrt(F)`` with ``scoring="dot"``; then a normaliser over the incoming
+    edges of each node j: ``softmax``, ``qsoftmax`` (:func:`zoo.ops.edge_qsoftmax`), ``entmax``
+    (alpha fixed) or ``sparsemax``; output ``h'_j = sum_i alpha_ij W_l h_i`` per head.
+
+    q granularity (``qsoftmax`` only): ``fixed`` (the float ``q``), ``global`` (the scalar
+    parameter ``shared_q_logit`` passed in by the model), ``layer`` (one scalar), ``head``
+    (``[H]``) or ``edge`` (a 2F -> 8 -> H MLP of the endpoint projections). Learned indices are
+    ``q = 1 + delta * tanh(a)`` with ``a = 0`` at init, so every LTGA model starts at softmax.
+
+    Capacity-matched controls (softmax normaliser): ``edge_bias`` adds an MLP output to the
+    logits, ``edge_scale`` multiplies them by ``1 + delta * tanh(MLP)``, ``head_temperature``
+    by ``1 + delta * tanh(t_h)``; each is zero-initialised like the q it matches.
+
+    With ``normaliser="softmax"`` (no control) or q fixed at 1 the layer equals
+    ``dgl.nn.GATv2Conv`` with the same weights (parameter names ``fc_src``, ``fc_dst``, ``attn``).
+
+    Shapes: ``feat`` ``[N, in_feats]`` -> ``[N, num_heads, out_feats]``.
+
+    >>> conv = LTGAConv(16, 8, num_heads=4, q_mode="head")          # doctest: +SKIP
+    >>> out = conv(dgl.add_self_loop(g), torch.randn(g.num_nodes(), 16))
+    """
+
+    def __init__(self, in_feats: int, out_feats: int, num_heads: int, *, normaliser: str = "qsoftmax",
+                 q_mode: str = "head", q: float = 1.0, delta: float = 1.0, alpha: float = 1.5,
+                 shared_q_logit: nn.Parameter | None = None, control: str = "none", scoring: str = "gatv2",
+                 edge_feats: int | None = None, feat_drop: float = 0.0, attn_drop: float = 0.0,
+                 negative_slope: float = 0.2, activation=None, gate_hidden: int = 8):
+        super().__init__()
+        _choice(normaliser, NORMALISERS, "normaliser")
+        _choice(q_mode, Q_MODES, "q_mode")
+        _choice(control, CONTROLS, "control")
+        _choice(scoring, SCORINGS, "scoring")
+        if q_mode == "global" and shared_q_logit is None:
+            raise ValueError("q_mode='global' needs the model's shared_q_logit parameter")
+        if control != "none" and normaliser != "softmax":
+            raise ValueError(f"control={control!r} is a softmax (q = 1) control; set normaliser='softmax'")
+        if not 0 < delta <= 1:
+            raise ValueError(f"delta={delta} must be in (0, 1] so that q = 1 + delta*tanh(a) stays positive")
+        self.num_heads, self.out_feats = num_heads, out_feats
+        self.normaliser, self.q_mode, self.control, self.scoring = normaliser, q_mode, control, scoring
+        self.q, self.delta, self.alpha = q, delta, alpha
+        width = out_feats * num_heads
+        self.fc_src = nn.Linear(in_feats, width)
+        self.fc_dst = nn.Linear(in_feats, width)
+        self.attn = nn.Parameter(torch.empty(1, num_heads, out_feats)) if scoring == "gatv2" else None
+        self.fc_edge = nn.Linear(edge_feats, width, bias=False) if edge_feats else None
+        self.feat_drop, self.attn_drop = nn.Dropout(feat_drop), nn.Dropout(attn_drop)
+        self.leaky_relu = nn.LeakyReLU(negative_slope)
+        self.activation = activation
+        self.shared_q_logit = shared_q_logit if q_mode == "global" and normaliser == "qsoftmax" else None
+        learned = normaliser == "qsoftmax" and q_mode != "fixed"
+        self.q_logit = None
+        if learned and q_mode in ("layer", "head"):
+            self.q_logit = nn.Parameter(torch.zeros(num_heads if q_mode == "head" else ()))
+        self.temperature_logit = nn.Parameter(torch.zeros(num_heads)) if control == "head_temperature" else None
+        needs_gate = (learned and q_mode == "edge") or control in ("edge_bias", "edge_scale")
+        self.edge_gate = EdgeGate(width, num_heads, gate_hidden) if needs_gate else None
+        self.last_q = None
+        # Inference-time counterfactual hooks (see zoo.analysis.counterfactuals): q -> q', and
+        # (graph, attention) -> attention'. None in normal use.
+        self.q_override = None
+        self.attention_override = None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """GATv2Conv's initialisation: Xavier-normal (ReLU gain) weights, zero biases."""
+        gain = nn.init.calculate_gain("relu")
+        for linear in (self.fc_src, self.fc_dst):
+            nn.init.xavier_normal_(linear.weight, gain=gain)
+            nn.init.zeros_(linear.bias)
+        if self.attn is not None:
+            nn.init.xavier_normal_(self.attn, gain=gain)
+        if self.fc_edge is not None:
+            nn.init.xavier_normal_(self.fc_edge.weight, gain=gain)
+
+    def index_parameters(self) -> list[nn.Parameter]:
+        """The parameters that set q or the control (trained by their own optimiser)."""
+        params = [p for p in (self.q_logit, self.temperature_logit) if p is not None]
+        return params + (list(self.edge_gate.parameters()) if self.edge_gate is not None else [])
+
+    def forward(self, graph, feat: torch.Tensor, edge_feat: torch.Tensor | None = None,
+                get_attention: bool = False):
+        """``[N, in]`` -> ``[N, H, out]`` (and attention ``[E, H]`` with ``get_attention``)."""
+        if (graph.in_degrees() == 0).any():
+            raise ValueError("LTGAConv needs every node to have an incoming edge: add self-loops "
+                             "with dgl.add_self_loop(graph)")
+        with graph.local_scope():
+            h = self.feat_drop(feat)
+            src = self.fc_src(h).view(-1, self.num_heads, self.out_feats)
+            dst = self.fc_dst(h).view(-1, self.num_heads, self.out_feats)
+            graph.srcdata["el"], graph.dstdata["er"] = src, dst
+            if self.scoring == "dot":
+                graph.apply_edges(fn.u_dot_v("el", "er", "e"))
+                logits = graph.edata.pop("e").squeeze(-1) / math.sqrt(self.out_feats)
+            else:
+                graph.apply_edges(fn.u_add_v("el", "er", "e"))
+                e = graph.edata.pop("e")
+                if self.fc_edge is not None:
+                    e = e + self.fc_edge(edge_feat).view(-1, self.num_heads, self.out_feats)
+                logits = (self.leaky_relu(e) * self.attn).sum(-1)
+            gate = self.edge_gate(graph, src.flatten(1), dst.flatten(1)) if self.edge_gate is not None else None
+            attention = self._normalise(graph, logits, gate)
+            if self.attention_override is not None:
+                attention = self.attention_override(graph, attention)
+            graph.edata["a"] = self.attn_drop(attention).unsqueeze(-1)
+            graph.update_all(fn.u_mul_e("el", "a", "m"), fn.sum("m", "ft"))
+            out = graph.dstdata["ft"]
+            if self.activation is not None:
+                out = self.activation(out)
+            return (out, attention) if get_attention else out
+
+    def _normalise(self, graph, logits: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
+        if self.control == "edge_bias":
+            logits = logits + gate
+        elif self.control == "edge_scale":
+            logits = logits * (1 + self.delta * torch.tanh(gate))
+        elif self.control == "head_temperature":
+            logits = logits * (1 + self.delta * torch.tanh(self.temperature_logit))
+        if self.normaliser == "softmax":
+            return edge_softmax(graph, logits)
+        if self.normaliser == "sparsemax":
+            return edge_sparsemax(graph, logits)
+        if self.normaliser == "entmax":
+            return edge_entmax(graph, logits, self.alpha)
+        q = self._q(gate)
+        self.last_q = q = self.q_override(q) if self.q_override is not None else q
+        return edge_qsoftmax(graph, logits, q)
+
+    def _q(self, gate: torch.Tensor | None):
+        """The Tsallis index: a float, a scalar, ``[H]`` or ``[E, H]`` tensor."""
+        if self.q_mode == "fixed":
+            return self.q
+        a = {"global": self.shared_q_logit, "edge": gate}.get(self.q_mode, self.q_logit)
+        return 1 + self.delta * torch.tanh(a)

@@ -1,0 +1,151 @@
+"""Positional and structural encoders on precomputed node tensors (computed by ``zoo.data``).
+
+Inputs per node: ``lap_eigvec`` ``[N, k]`` (entry ``j`` is the node's value in the graph's
+``j``-th Laplacian eigenvector), ``lap_eigval`` ``[N, k]`` (the graph's ``j``-th eigenvalue,
+repeated on every node of the graph), ``rwse`` ``[N, k]`` (random-walk landing probabilities
+after 1..k steps).
+
+Padding contract: a graph with ``n < k`` nodes has only ``n`` eigenpairs; the missing ones must
+be NaN (in ``lap_eigvec`` and/or ``lap_eigval``, as in GraphGPS). The LapPE encoders treat an
+eigenpair as missing where either tensor is NaN (SignNet reads ``lap_eigvec`` only): it is
+zeroed on input, kept out of BatchNorm statistics and excluded from the sum over eigenpairs, so
+it contributes nothing to the embedding.
+"""
+from __future__ import annotations
+
+import torch
+from dgl.nn import GINConv
+from torch import nn
+
+
+def _mlp(sizes: list[int], final_relu: bool) -> nn.Sequential:
+    """Linear layers through ``sizes`` with ReLU between them (and after the last if asked)."""
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(a, b))
+        if final_relu or i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def _check_eig(eigvec: torch.Tensor, eigval: torch.Tensor | None = None) -> None:
+    if eigvec.dim() != 2:
+        raise ValueError(f"lap_eigvec must have shape [N, k], got {tuple(eigvec.shape)}")
+    if eigval is not None and eigval.shape != eigvec.shape:
+        raise ValueError(
+            f"lap_eigval must have the shape of lap_eigvec {tuple(eigvec.shape)}, got {tuple(eigval.shape)}"
+        )
+
+
+class LapPEDeepSet(nn.Module):
+    """LapPE by a DeepSet over eigenpairs (GraphGPS's ``LapPENodeEncoder``, DeepSet model).
+
+    Per node and eigenpair ``j``: ``phi([v_j, lambda_j])`` (an MLP with ``layers`` Linear layers,
+    width ``2 dim_pe`` inside, ReLU after each), summed over the present eigenpairs, then ``rho``
+    (``post_layers`` Linear+ReLU layers, identity for 0). In training mode with ``sign_flip``
+    each eigenvector column gets a random sign per call (eigenvectors are defined up to sign).
+
+    ``forward(eigvec [N, k], eigval [N, k]) -> [N, dim_pe]``; any ``k``.
+
+    >>> LapPEDeepSet(8)(torch.randn(5, 3), torch.rand(5, 3)).shape
+    torch.Size([5, 8])
+    """
+
+    def __init__(self, dim_pe: int, layers: int = 2, post_layers: int = 0, sign_flip: bool = True):
+        super().__init__()
+        if dim_pe < 1 or layers < 1 or post_layers < 0:
+            raise ValueError(f"need dim_pe >= 1, layers >= 1, post_layers >= 0; got {dim_pe}, {layers}, {post_layers}")
+        self.dim_pe, self.sign_flip = dim_pe, sign_flip
+        self.phi = _mlp([2] + [2 * dim_pe] * (layers - 1) + [dim_pe], final_relu=True)
+        self.rho = nn.Identity()
+        if post_layers:
+            self.rho = _mlp([dim_pe] + [2 * dim_pe] * (post_layers - 1) + [dim_pe], final_relu=True)
+
+    def forward(self, eigvec: torch.Tensor, eigval: torch.Tensor) -> torch.Tensor:
+        _check_eig(eigvec, eigval)
+        missing = (eigvec.isnan() | eigval.isnan()).unsqueeze(-1)  # [N, k, 1]
+        if self.training and self.sign_flip:
+            sign = torch.randint(0, 2, (eigvec.shape[1],), device=eigvec.device).to(eigvec.dtype) * 2 - 1
+            eigvec = eigvec * sign
+        pairs = torch.stack([eigvec, eigval], dim=-1).masked_fill(missing, 0.0)  # [N, k, 2]
+        return self.rho(self.phi(pairs).masked_fill(missing, 0.0).sum(1))
+
+
+class SignNetLapPE(nn.Module):
+    """Sign-invariant LapPE: SignNet with a DeepSet rho (GraphGPS's SignNet, DeepSet model).
+
+    ``PE = rho(sum_j [phi(v_j) + phi(-v_j)])`` over present eigenvectors ``v_j`` (one scalar
+    signal per node). ``phi`` is a GIN over the graph (``phi_layers`` ``GINConv`` layers with MLP
+    Linear -> ReLU -> Linear, BatchNorm + ReLU between layers) mapping 1 -> ``phi_out``
+    channels, applied to every eigenvector independently; ``rho`` is an MLP with ``rho_layers``
+    Linear layers ``phi_out -> phi_hidden -> ... -> dim_pe`` (ReLU between). ``phi`` runs once on
+    ``[v, -v]`` together, so its BatchNorm statistics (taken over present entries only) are
+    also sign-invariant: flipping any eigenvector leaves the output unchanged in training and
+    eval mode. Eigenvalues are not used, as in GraphGPS.
+
+    ``forward(g, eigvec [N, k]) -> [N, dim_pe]``; any ``k``.
+
+    >>> import dgl
+    >>> SignNetLapPE(8)(dgl.rand_graph(5, 10), torch.randn(5, 3)).shape
+    torch.Size([5, 8])
+    """
+
+    def __init__(self, dim_pe: int, phi_hidden: int = 64, phi_out: int = 4, phi_layers: int = 3, rho_layers: int = 2):
+        super().__init__()
+        if min(dim_pe, phi_hidden, phi_out, phi_layers, rho_layers) < 1:
+            raise ValueError(
+                f"dim_pe, phi_hidden, phi_out, phi_layers and rho_layers must be >= 1; got "
+                f"{dim_pe}, {phi_hidden}, {phi_out}, {phi_layers}, {rho_layers}"
+            )
+        self.dim_pe = dim_pe
+        sizes = [1] + [phi_hidden] * (phi_layers - 1) + [phi_out]
+        self.convs = nn.ModuleList(
+            GINConv(_mlp([a, phi_hidden, b], final_relu=False), aggregator_type="sum")
+            for a, b in zip(sizes[:-1], sizes[1:])
+        )
+        self.norms = nn.ModuleList(nn.BatchNorm1d(phi_hidden) for _ in range(phi_layers - 1))
+        self.rho = _mlp([phi_out] + [phi_hidden] * (rho_layers - 1) + [dim_pe], final_relu=False)
+
+    def _phi(self, g, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        """``[N, m, 1]`` signals, ``present`` ``[N, m]`` -> ``[N, m, phi_out]``.
+
+        Between layers, BatchNorm sees present entries only and missing ones are reset to 0.
+        """
+        for i, conv in enumerate(self.convs):
+            if i:
+                normed = x.new_zeros(x.shape)
+                normed[present] = torch.relu(self.norms[i - 1](x[present]))
+                x = normed
+            x = conv(g, x)
+        return x
+
+    def forward(self, g, eigvec: torch.Tensor) -> torch.Tensor:
+        _check_eig(eigvec)
+        k = eigvec.shape[1]
+        missing = eigvec.isnan()
+        v = eigvec.masked_fill(missing, 0.0).unsqueeze(-1)
+        both = self._phi(g, torch.cat([v, -v], dim=1), ~torch.cat([missing, missing], dim=1))  # [N, 2k, phi_out]
+        return self.rho((both[:, :k] + both[:, k:]).masked_fill(missing.unsqueeze(-1), 0.0).sum(1))
+
+
+class RWSEEncoder(nn.Module):
+    """Random-walk structural encoding: optional BatchNorm over the k steps, then Linear.
+
+    ``forward(rwse [N, k]) -> [N, dim_pe]``.
+
+    >>> RWSEEncoder(16, 8)(torch.rand(5, 16)).shape
+    torch.Size([5, 8])
+    """
+
+    def __init__(self, k: int, dim_pe: int, batch_norm: bool = True):
+        super().__init__()
+        if k < 1 or dim_pe < 1:
+            raise ValueError(f"k and dim_pe must be >= 1, got k={k}, dim_pe={dim_pe}")
+        self.k, self.dim_pe = k, dim_pe
+        self.norm = nn.BatchNorm1d(k) if batch_norm else nn.Identity()
+        self.linear = nn.Linear(k, dim_pe)
+
+    def forward(self, rwse: torch.Tensor) -> torch.Tensor:
+        if rwse.dim() != 2 or rwse.shape[1] != self.k:
+            raise ValueError(f"rwse must have shape [N, {self.k}], got {tuple(rwse.shape)}")
+        return self.linear(self.norm(rwse))

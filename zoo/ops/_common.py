@@ -1,0 +1,139 @@
+"""Input checks and small numerical helpers shared by the edge normalisers."""
+import torch
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+class ZooOpError(ValueError):
+    """Invalid input to a ``zoo.ops`` function (shape, domain or non-finite value)."""
+
+
+def edge_scores(graph, logits, name="logits"):
+    """Check ``logits`` against ``graph`` and view it as ``[E, H]``.
+
+    Accepts ``[E]``, ``[E, H]`` and ``[E, H, 1]`` (like ``edge_softmax``).
+    Returns the ``[E, H]`` view and the original shape.
+    """
+    if graph.is_block or len(graph.canonical_etypes) != 1:
+        raise ZooOpError(
+            f"graph has edge types {graph.canonical_etypes}; only homogeneous graphs "
+            "(one edge type) are supported: pass dgl.to_homogeneous(graph) or one relation")
+    if not torch.is_tensor(logits) or logits.dtype not in _FLOATS:
+        raise ZooOpError(f"{name} must be a floating-point tensor, got "
+                         f"{getattr(logits, 'dtype', type(logits).__name__)}")
+    num_edges = graph.num_edges()
+    shape = tuple(logits.shape)
+    ok = (logits.dim() in (1, 2) or (logits.dim() == 3 and shape[2] == 1))
+    if not ok or shape[0] != num_edges:
+        raise ZooOpError(
+            f"{name} has shape {list(shape)} but the graph has {num_edges} edges: "
+            f"expected [{num_edges}], [{num_edges}, H] or [{num_edges}, H, 1]")
+    if logits.device != graph.device:
+        raise ZooOpError(f"{name} is on {logits.device} but the graph is on {graph.device}: "
+                         "move one of them, e.g. graph.to(logits.device)")
+    return logits.reshape(num_edges, -1), shape
+
+
+def edge_param(value, name, x, shape, per_edge):
+    """Normalise ``q`` / ``alpha`` to a float or a tensor broadcastable to ``x`` (``[E, H]``).
+
+    Floats stay floats. Tensors become ``[1, 1]`` (one value), ``[1, H]`` (per head) or,
+    when ``per_edge``, ``[E, 1]`` / ``[E, H]`` (per edge), cast to ``x``'s dtype.
+    """
+    if not torch.is_tensor(value):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ZooOpError(f"{name} must be a float or a tensor, got {value!r}") from None
+    num_edges, heads = x.shape
+    qshape = tuple(value.shape)
+    if value.numel() == 1:
+        out = value.reshape(1, 1)
+    elif len(shape) > 1 and qshape in ((heads,), (heads, 1)):
+        out = value.reshape(1, heads)
+    elif per_edge and qshape[:1] == (num_edges,) and value.numel() in (num_edges, x.numel()) \
+            and (len(shape) == 1 or value.dim() > 1):
+        out = value.reshape(num_edges, -1)
+    else:
+        edge = f" or per edge {list(shape)}" if per_edge else ""
+        raise ZooOpError(
+            f"{name} has shape {list(qshape)}, which does not fit logits of shape {list(shape)}: "
+            f"expected a float, a tensor with one value, per head [{heads}]{edge}")
+    return out.to(device=x.device, dtype=x.dtype)
+
+
+def check_param(value, name, low, low_ok):
+    """Raise unless every entry of ``value`` is finite and ``> low`` (``>= low`` if ``low_ok``)."""
+    vals = value.detach() if torch.is_tensor(value) else torch.tensor([value])
+    bad = ~torch.isfinite(vals) | ((vals < low) if low_ok else (vals <= low))
+    if bool(bad.any()):
+        sign = ">=" if low_ok else ">"
+        raise ZooOpError(f"{name} must be finite and {sign} {low:g}; got {name} = "
+                         f"{vals[bad].flatten()[:5].tolist()} (first bad values)")
+
+
+def check_finite_sum(graph, total, name="logits"):
+    """Raise if a per-destination sum ``[N, H]`` is not finite (NaN or +inf in ``name``)."""
+    bad = ~torch.isfinite(total)
+    if bool(bad.any()):
+        nodes = bad.any(1).nonzero().flatten()[:5].tolist()
+        raise ZooOpError(
+            f"{name} contain NaN or +inf on edges into destination node(s) {nodes}: "
+            "all scores must be finite (check the layer producing them)")
+
+
+def reduce_to(grad, like):
+    """Sum an ``[E, H]`` gradient down to the broadcast shape of the parameter ``like``."""
+    if like.shape[0] == 1:
+        grad = grad.sum(0, keepdim=True)
+    if like.shape[1] == 1:
+        grad = grad.sum(1, keepdim=True)
+    return grad
+
+
+def dlog_expq(eps, d):
+    """``d/d eps`` of ``log exp_eps(d) = log1p(eps d) / eps``, elementwise (new tensor).
+
+    Equals ``[w / (1 + w) - log1p(w)] / eps^2`` with ``w = eps d``, evaluated by its
+    series in ``w`` where ``|w| < 1e-2`` (limit ``-d^2 / 2`` at eps = 0). Off the support
+    (``w <= -1``) it is large but finite, so a zero weight times it stays zero.
+    """
+    w = (d * eps).clamp_(min=-1 + torch.finfo(d.dtype).eps)
+    small = w.abs() < 1e-2
+    series = torch.zeros_like(w)
+    for k in range(7, 1, -1):  # Horner on -d^2 sum_{k>=2} (-1)^k (k-1)/k w^(k-2)
+        series.mul_(w).add_((-1) ** k * (k - 1) / k)
+    series.mul_(d).mul_(d).neg_()
+    log1p = torch.log1p(w)
+    exact = w.add_(1).reciprocal_().neg_().add_(1).sub_(log1p)  # w/(1+w) - log1p(w)
+    del log1p
+    eps2 = eps * eps
+    exact.div_(torch.where(eps2 == 0, 1.0, eps2) if torch.is_tensor(eps) else eps2 or 1.0)
+    return torch.where(small, series, exact, out=series)
+
+
+def log_bracket(eps, degree):
+    """``(1 - degree^-eps) / eps`` (``log degree`` at eps = 0): the width of the threshold bracket."""
+    logd = degree.log()
+    if not torch.is_tensor(eps):
+        return logd if eps == 0 else torch.expm1(-eps * logd).neg_().div_(eps)
+    eps_safe = torch.where(eps == 0, 1.0, eps)
+    return torch.where(eps == 0, logd, torch.expm1(-eps_safe * logd).neg_() / eps_safe)
+
+
+def expq_(d, eps):
+    """In place: ``d <- exp_eps(d) = [1 + eps d]_+ ^ (1 / eps)`` for eps != 0 (float or tensor).
+
+    Computed as ``exp(log1p(eps d) / eps)``, accurate also for small ``|eps|``;
+    eps = 1 and 0.5 use the exact shortcuts ``relu`` and ``square``.
+    """
+    if not torch.is_tensor(eps) and eps in (1.0, 0.5):
+        d.mul_(eps).add_(1).relu_()
+        return d.square_() if eps == 0.5 else d
+    return d.mul_(eps).clamp_(min=-1).log1p_().div_(eps).exp_()
+
+
+def is_const(value, const):
+    """True if ``value`` is the Python float ``const`` (not a tensor)."""
+    return not torch.is_tensor(value) and value == const
+

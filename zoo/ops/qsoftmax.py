@@ -1,0 +1,117 @@
+"""``edge_qsoftmax``: Tsallis q-softmax over the incoming edges of each destination node."""
+import dgl.ops as F
+import torch
+
+from ._common import check_finite_sum, check_param, dlog_expq, edge_param, edge_scores, expq_, reduce_to
+
+
+def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
+    r"""Normalise edge scores with the q-exponential over each destination's incoming edges.
+
+    For the edges ``i`` entering a node ``v`` (and each head)::
+
+        x_i = z_i - max_j z_j,    e_i = exp_q(x_i) = [1 + (q - 1) x_i]_+ ^ (1 / (q - 1)),
+        p_i = e_i / sum_j e_j
+
+    q = 1 is ``dgl.nn.functional.edge_softmax``; q > 1 gives exact zeros for
+    ``z_i <= max - 1 / (q - 1)``; 0 < q < 1 gives heavier tails than softmax.
+    For ``|q - 1| < taylor_eps`` ``exp_q`` is replaced by its first-order expansion
+    ``exp(x) [1 - (q - 1) x^2 / 2]_+``, which keeps the value and the q-gradient continuous.
+
+    Shapes: ``logits`` ``[E]``, ``[E, H]`` or ``[E, H, 1]``; ``q`` a float, a tensor with one
+    value, ``[H]`` (per head) or ``[E, H]`` (per edge; ``[E]`` for 1-d logits). Output has the
+    shape of ``logits``. Domain: finite ``q > 0``; finite logits; float32 or float64.
+    Nodes without incoming edges are simply absent from the output; self-loops and
+    multi-edges are ordinary edges. Normalisation is always over incoming edges (dst).
+
+    Gradients flow to ``logits`` and to ``q`` if it is a tensor requiring grad. For q != 1
+    the result is not shift invariant, so the max shift is part of the function and its
+    gradient flows (through ``dgl.ops.copy_e_max``, to one arg-max edge on ties): the
+    gradient is the exact derivative of the function computed.
+
+    Raises ``ZooOpError`` (a ``ValueError``) for a shape that does not fit the graph, a q
+    outside the domain, or NaN/+inf logits.
+
+    Example::
+
+        >>> g = dgl.graph(([0, 1, 2], [2, 2, 2]))
+        >>> edge_qsoftmax(g, torch.tensor([[0.0], [-0.5], [-3.0]]), q=2.0)
+        tensor([[0.6667], [0.3333], [0.0000]])
+    """
+    x, shape = edge_scores(graph, logits)
+    q = edge_param(q, "q", x, shape, per_edge=True)
+    check_param(q, "q", 0.0, low_ok=False)
+    m = F.copy_e_max(graph, x)
+    return _QSoftmax.apply(graph, x, m, q, float(taylor_eps)).reshape(shape)
+
+
+def _taylor(eps, taylor_eps):
+    """Where the Taylor branch is used: a bool, or a bool tensor shaped like ``eps``."""
+    return eps.abs() < taylor_eps if torch.is_tensor(eps) else abs(eps) < taylor_eps
+
+
+def _taylor_(d, eps):
+    """In place: ``d <- exp(d) [1 - eps d^2 / 2]_+``."""
+    if not torch.is_tensor(eps) and eps == 0:
+        return d.exp_()
+    corr = (d * d).mul_(eps).mul_(-0.5).add_(1).clamp_(min=0)
+    return d.exp_().mul_(corr)
+
+
+def _exp_q_(d, eps, taylor):
+    """In place: ``d <- exp_q(d)`` with ``eps = q - 1``, Taylor branch where ``taylor``."""
+    if not torch.is_tensor(taylor):
+        return _taylor_(d, eps) if taylor else expq_(d, eps)
+    if not taylor.any():
+        return expq_(d, eps)
+    if taylor.all():
+        return _taylor_(d, eps)
+    exact = expq_(d.clone(), torch.where(taylor, 1.0, eps))
+    return torch.where(taylor, _taylor_(d, eps), exact, out=d)
+
+
+def _log_grads(d, eps, taylor, need_q):
+    """``(d log e / d x, d log e / d eps)`` at ``x = d``; None where not needed (or 1 for q = 1)."""
+    if torch.is_tensor(taylor) and taylor.any() and not taylor.all():
+        (dx, dq), (t_dx, t_dq) = _log_grads(d, eps, False, need_q), _log_grads(d, eps, True, need_q)
+        dq = torch.where(taylor, t_dq, dq, out=dq) if need_q else None
+        return torch.where(taylor, t_dx, dx, out=dx), dq
+    if taylor.all() if torch.is_tensor(taylor) else taylor:
+        if not torch.is_tensor(eps) and eps == 0:
+            return None, None
+        den = (d * d).mul_(eps).mul_(-0.5).add_(1).clamp_(min=torch.finfo(d.dtype).eps)
+        dq = (d * d).mul_(-0.5).div_(den) if need_q else None
+        return (d * eps).div_(den).neg_().add_(1), dq
+    dq = dlog_expq(eps, d) if need_q else None
+    return (d * eps).add_(1).clamp_(min=torch.finfo(d.dtype).tiny).reciprocal_(), dq
+
+
+class _QSoftmax(torch.autograd.Function):
+    """q-softmax given the per-destination max ``m``; saves logits, max and output only."""
+
+    @staticmethod
+    def forward(ctx, graph, x, m, q, taylor_eps):
+        eps = q - 1
+        taylor = _taylor(eps, taylor_eps)
+        e = _exp_q_(F.e_sub_v(graph, x, m), eps, taylor)
+        total = F.copy_e_sum(graph, e)
+        check_finite_sum(graph, total)
+        p = F.e_div_v(graph, e, total)
+        ctx.graph, ctx.eps, ctx.taylor = graph, eps, taylor
+        ctx.save_for_backward(x, m, p)
+        return p
+
+    @staticmethod
+    def backward(ctx, grad):
+        graph, eps, taylor = ctx.graph, ctx.eps, ctx.taylor
+        x, m, p = ctx.saved_tensors
+        grad = grad.contiguous()
+        need_q = ctx.needs_input_grad[3]
+        r = F.e_sub_v(graph, grad, F.copy_e_sum(graph, grad * p))
+        r.mul_(p)  # (g - <g, p>) p = d loss / d log e
+        dx, dq = _log_grads(F.e_sub_v(graph, x, m), eps, taylor, need_q)
+        grad_q = reduce_to(dq.mul_(r), eps) if need_q else None
+        if dx is not None:
+            r.mul_(dx)
+        grad_m = F.copy_e_sum(graph, r).neg_() if ctx.needs_input_grad[2] else None
+        return None, r, grad_m, grad_q, None
