@@ -1,4 +1,5 @@
-"""Data floor: dataset cards, offline-first raw files, and dataset loaders."""
+"""Data floor: dataset cards, offline-first raw files, node and molecular dataset loaders,
+the shared RDKit/OGB featurizer and cached positional encodings."""
 from zoo.data.cards import (
     ChecksumMismatchError,
     DatasetError,
@@ -6,14 +7,33 @@ from zoo.data.cards import (
     list_cards,
     load_card,
 )
+from zoo.data.graph_datasets import (
+    GraphData,
+    collate,
+    graph_dataset_names,
+    load_csv_dataset,
+    load_graph_dataset,
+    make_dataloaders,
+    register_graph_loader,
+)
+from zoo.data.molecules import (
+    FEATURIZER_SPEC,
+    BadSmiles,
+    InvalidSmilesError,
+    SmilesTable,
+    check_featurizer_spec,
+    penalized_logp,
+    read_smiles_csv,
+    smiles_to_graph,
+)
 from zoo.data.node_datasets import NodeData, load_node_dataset
+from zoo.data.positional import PESpec, add_positional_encodings, laplacian_pe, random_walk_se
+from zoo.data.scaffold import scaffold_split
 
 __all__ = [
-    "ChecksumMismatchError",
-    "DatasetError",
-    "DatasetNotFoundError",
-    "NodeData",
-    "list_cards",
-    "load_card",
-    "load_node_dataset",
+    "FEATURIZER_SPEC", "BadSmiles", "ChecksumMismatchError", "DatasetError", "DatasetNotFoundError", "GraphData",
+    "InvalidSmilesError", "NodeData", "PESpec", "SmilesTable", "add_positional_encodings", "check_featurizer_spec",
+    "collate", "graph_dataset_names", "laplacian_pe", "list_cards", "load_card", "load_csv_dataset",
+    "load_graph_dataset", "load_node_dataset", "make_dataloaders", "penalized_logp", "random_walk_se",
+    "read_smiles_csv", "register_graph_loader", "scaffold_split", "smiles_to_graph",
 ]

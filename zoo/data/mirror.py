@@ -138,6 +138,7 @@ def _download(card: dict, download, data_root: Path | None, cache_root: Path) ->
         target = cache_root / source["raw_folder"]
         if target.exists():  # an incomplete leftover
             shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(got, target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -155,7 +156,7 @@ def _not_found(card: dict, data_root: Path | None, cache_root: Path, reason: str
         where = f"Looked in {data_root / folder} (ZOO_DATA: {env}) and in the cache {cached}."
     return (
         f"Dataset {card['name']!r}: raw folder {folder!r} not found. {where} {reason} "
-        f"Fix: fetch {source['url']} (DGL's canonical copy; unzip a .zip) into "
+        f"Fix: fetch {source['url']} (unpack it if it is an archive) into "
         f"$ZOO_DATA/{folder}/, or load with network access (offline=False, ZOO_OFFLINE unset) "
         "to fill the cache."
     )

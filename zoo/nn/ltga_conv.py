@@ -14,6 +14,9 @@ NORMALISERS = ("softmax", "qsoftmax", "entmax", "sparsemax")
 Q_MODES = ("fixed", "global", "layer", "head", "edge")
 CONTROLS = ("none", "edge_bias", "edge_scale", "head_temperature")
 SCORINGS = ("gatv2", "dot")
+# Learned q is kept >= Q_MIN: in float32 tanh(a) rounds to -1 for a < -9, which would give
+# q = 0 (outside edge_qsoftmax's domain q > 0) once an index parameter runs away with delta = 1.
+Q_MIN = 0.05
 
 
 def _choice(value, options, name):
@@ -56,7 +59,8 @@ class LTGAConv(nn.Module):
     q granularity (``qsoftmax`` only): ``fixed`` (the float ``q``), ``global`` (the scalar
     parameter ``shared_q_logit`` passed in by the model), ``layer`` (one scalar), ``head``
     (``[H]``) or ``edge`` (a 2F -> 8 -> H MLP of the endpoint projections). Learned indices are
-    ``q = 1 + delta * tanh(a)`` with ``a = 0`` at init, so every LTGA model starts at softmax.
+    ``q = 1 + delta * tanh(a)`` with ``a = 0`` at init, so every LTGA model starts at softmax
+    (and kept >= ``Q_MIN`` = 0.05, see below).
 
     Capacity-matched controls (softmax normaliser): ``edge_bias`` adds an MLP output to the
     logits, ``edge_scale`` multiplies them by ``1 + delta * tanh(MLP)``, ``head_temperature``
@@ -182,4 +186,4 @@ class LTGAConv(nn.Module):
         if self.q_mode == "fixed":
             return self.q
         a = {"global": self.shared_q_logit, "edge": gate}.get(self.q_mode, self.q_logit)
-        return 1 + self.delta * torch.tanh(a)
+        return (1 + self.delta * torch.tanh(a)).clamp_min(Q_MIN)
