@@ -8,9 +8,10 @@ from pathlib import Path
 import yaml
 
 from zoo.analysis import format_summary, summarize_seeds
-from zoo.data import DatasetError, load_node_dataset
+from zoo.data import DatasetError, load_graph_dataset, load_node_dataset
 from zoo.engine.checkpoint import write_json
 from zoo.engine.environment import environment
+from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import Recipe
 
@@ -33,7 +34,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     base.mkdir(parents=True, exist_ok=True)
     resolved = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
     (base / "config.yaml").write_text(resolved)
-    runs = []
+    runs, graph_data = [], None
     for seed in seeds if seeds is not None else recipe.seeds:
         seed_dir = base / f"seed{seed}"
         finished = seed_dir / "metrics.json"
@@ -43,11 +44,15 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
             continue
         if force and seed_dir.exists():
             shutil.rmtree(seed_dir)
-        data = load_node_dataset(recipe.dataset, split=seed)
+        if recipe.task == "node_classification":
+            data, train = load_node_dataset(recipe.dataset, split=seed), train_node_classifier
+        else:
+            graph_data = graph_data or load_graph_dataset(recipe.dataset, progress=progress)
+            data, train = graph_data, train_graph_model
         seed_dir.mkdir(parents=True, exist_ok=True)
         (seed_dir / "config.yaml").write_text(resolved)
         write_json(environment(), seed_dir / "environment.json")
-        metrics = train_node_classifier(recipe, data, seed, seed_dir, progress=progress)
+        metrics = train(recipe, data, seed, seed_dir, progress=progress)
         main = metrics["main_metric"]
         print(f"seed {seed} (split {metrics['split']}): best epoch {metrics['best_epoch']}, "
               f"val {main} {metrics['final']['val'][main]:.4f}, test {main} {metrics['final']['test'][main]:.4f}")

@@ -1,48 +1,20 @@
-"""Full-batch node classification: Adam, early stopping on validation loss, resumable.
-
-Every epoch the trainer writes ``last.pt`` atomically (model, optimiser, early-stopping state,
-curves and RNG states), so a killed run continues from its last finished epoch with the same
-result it would have reached uninterrupted. The best epoch (lowest validation loss) is kept in
-``best.pt`` and is the model the final metrics are computed on.
-"""
+"""Full-batch node classification: Adam, early stopping on validation loss, resumable."""
 from __future__ import annotations
 
-import copy
-import random
-import time
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 from torch.nn import functional as F
 from torch.utils.tensorboard import SummaryWriter
-from tqdm.auto import tqdm
 
 from zoo.analysis.counterfactuals import ltga_diagnostics
-from zoo.engine.checkpoint import load_checkpoint, save_checkpoint, write_json
+from zoo.engine.checkpoint import save_checkpoint, write_json
+from zoo.engine.epoch_loop import finish, run_epochs
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.recipe import Recipe
+from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
-
-SPLITS = ("train", "val", "test")
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (DGL's CPU kernels draw from torch's generator)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _rng_state() -> dict:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-
-
-def _set_rng_state(state: dict) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
 
 
 def train_node_classifier(
@@ -56,8 +28,9 @@ def train_node_classifier(
 ) -> dict:
     """Train ``recipe``'s model on ``data`` (a :class:`zoo.data.NodeData`) for one seed.
 
-    Writes ``last.pt`` (every epoch), ``best.pt``, TensorBoard events and ``metrics.json`` into
-    ``run_dir`` and returns the metrics. If ``run_dir/last.pt`` exists the run resumes from it.
+    Early stopping on validation loss; the best epoch's weights give the final metrics. Writes
+    ``best.pt``, TensorBoard events and ``metrics.json`` into ``run_dir`` and resumes from
+    ``last.pt`` if a killed run left one (see :func:`zoo.engine.epoch_loop.run_epochs`).
     ``on_epoch_end(epoch, row)`` is called after each epoch's checkpoint is safely written.
     """
     run_dir = Path(run_dir)
@@ -69,59 +42,22 @@ def train_node_classifier(
     masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
     main_metric = data.card.get("metric", "accuracy")
 
-    state = {"epoch": 0, "best_val_loss": float("inf"), "best_epoch": -1, "bad_epochs": 0,
-             "best_model": None, "curves": [], "train_seconds": 0.0}
-    last_path = run_dir / "last.pt"
-    if last_path.exists():
-        saved = load_checkpoint(last_path)
-        model.load_state_dict(saved["model"])
-        for optimizer, optimizer_state in zip(optimizers, saved["optimizers"]):
-            optimizer.load_state_dict(optimizer_state)
-        _set_rng_state(saved["rng"])
-        state = saved["state"]
-        print(f"resuming {run_dir} from epoch {state['epoch']}")
+    def train_epoch(epoch: int) -> dict:
+        model.train()
+        for optimizer in optimizers:
+            optimizer.zero_grad()
+        logits = model(data.graph, data.features)
+        loss = F.cross_entropy(logits[masks["train"]], data.labels[masks["train"]])
+        (loss + _shannon_prior(model, recipe.optim.q_prior)).backward()
+        optimizers[0].step()
+        if len(optimizers) > 1 and epoch >= recipe.optim.q_warmup:
+            optimizers[1].step()
+        return {"train_loss": float(loss), **index_trajectory(model)}
 
-    writer = SummaryWriter(str(run_dir / "tensorboard"), purge_step=state["epoch"])
-    bar = tqdm(total=recipe.optim.epochs, initial=state["epoch"], desc=f"{recipe.name} seed {seed}",
-               disable=not progress, leave=False, dynamic_ncols=True)
-    try:
-        while state["epoch"] < recipe.optim.epochs and state["bad_epochs"] < recipe.optim.patience:
-            started = time.perf_counter()
-            model.train()
-            for optimizer in optimizers:
-                optimizer.zero_grad()
-            logits = model(data.graph, data.features)
-            loss = F.cross_entropy(logits[masks["train"]], data.labels[masks["train"]])
-            total = loss + _shannon_prior(model, recipe.optim.q_prior)
-            total.backward()
-            optimizers[0].step()
-            if len(optimizers) > 1 and state["epoch"] >= recipe.optim.q_warmup:
-                optimizers[1].step()
-            state["train_seconds"] += time.perf_counter() - started
-
-            row = {"epoch": state["epoch"], "train_loss": float(loss), **index_trajectory(model)}
-            row.update(_evaluate_losses(model, data, masks, main_metric))
-            state["curves"].append(row)
-            if row["val_loss"] < state["best_val_loss"]:
-                state.update(best_val_loss=row["val_loss"], best_epoch=state["epoch"], bad_epochs=0,
-                             best_model=copy.deepcopy(model.state_dict()))
-            else:
-                state["bad_epochs"] += 1
-            state["epoch"] += 1
-            save_checkpoint({"model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
-                             "rng": _rng_state(), "state": state}, last_path)
-            for key, value in row.items():
-                if key != "epoch":
-                    writer.add_scalar(key.replace("_", "/", 1), value, row["epoch"])
-            bar.update(1)
-            bar.set_postfix(loss=f"{row['train_loss']:.3f}", val_loss=f"{row['val_loss']:.3f}",
-                            **{f"val_{main_metric}": f"{row[f'val_{main_metric}']:.3f}"})
-            if on_epoch_end is not None:
-                on_epoch_end(row["epoch"], row)
-    finally:
-        bar.close()
-        writer.close()
-
+    state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
+                       patience=recipe.optim.patience, train_epoch=train_epoch,
+                       evaluate=lambda: _evaluate_losses(model, data, masks, main_metric), monitor="val_loss",
+                       mode="min", desc=f"{recipe.name} seed {seed}", progress=progress, on_epoch_end=on_epoch_end)
     model.load_state_dict(state["best_model"])
     save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
                     run_dir / "best.pt")
@@ -137,7 +73,7 @@ def train_node_classifier(
         "main_metric": main_metric,
         "best_epoch": state["best_epoch"],
         "epochs_run": state["epoch"],
-        "stopped_early": state["bad_epochs"] >= recipe.optim.patience,
+        "stopped_early": state["stopped_early"],
         "num_parameters": sum(p.numel() for p in model.parameters()),
         "train_seconds": state["train_seconds"],
         "final": final,
@@ -145,7 +81,7 @@ def train_node_classifier(
         **({"diagnostics": diagnostics} if diagnostics else {}),
     }
     write_json(metrics, run_dir / "metrics.json")
-    last_path.unlink()
+    finish(run_dir)
     return metrics
 
 

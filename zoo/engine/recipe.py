@@ -44,6 +44,12 @@ class OptimConfig:
     q_lr: float = 1e-2
     q_warmup: int = 20
     q_prior: float = 0.0
+    # graph-level tasks (mini-batches of molecules)
+    optimizer: str = "adam"
+    batch_size: int = 32
+    scheduler: str = "none"
+    warmup_epochs: int = 0
+    clip_grad_norm: float = 0.0
 
 
 @dataclasses.dataclass
@@ -69,7 +75,9 @@ class Recipe:
         return hashlib.sha256(blob).hexdigest()[:10]
 
 
-TASKS = ("node_classification",)
+TASKS = ("node_classification", "graph_regression", "graph_classification")
+OPTIMIZERS = ("adam", "adamw")
+SCHEDULERS = ("none", "cosine")
 
 
 def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: int | None = None) -> Recipe:
@@ -128,8 +136,11 @@ def build_recipe(raw: dict) -> Recipe:
     if not isinstance(raw["dataset"], str):
         raise RecipeError(f"dataset must be a card name such as 'cora', got {raw['dataset']!r}")
     recipe = Recipe(**raw)
-    if recipe.optim.epochs < 1 or recipe.optim.patience < 1:
-        raise RecipeError(f"optim.epochs and optim.patience must be >= 1, got {recipe.optim}")
+    if recipe.optim.epochs < 1 or recipe.optim.patience < 1 or recipe.optim.batch_size < 1:
+        raise RecipeError(f"optim.epochs, optim.patience and optim.batch_size must be >= 1, got {recipe.optim}")
+    if recipe.optim.optimizer not in OPTIMIZERS or recipe.optim.scheduler not in SCHEDULERS:
+        raise RecipeError(f"optim.optimizer must be one of {OPTIMIZERS} and optim.scheduler one of "
+                          f"{SCHEDULERS}, got {recipe.optim.optimizer!r} and {recipe.optim.scheduler!r}")
     return recipe
 
 

@@ -1,0 +1,101 @@
+"""The epoch loop every trainer shares: resume, early stopping, best weights, checkpoints,
+TensorBoard scalars and a progress bar.
+
+Each epoch ``last.pt`` is written atomically (model, optimisers, schedulers, loop state and RNG
+states), so a killed run continues from its last finished epoch with the result it would have
+reached uninterrupted.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch.utils.tensorboard import SummaryWriter
+from tqdm.auto import tqdm
+
+from zoo.engine.checkpoint import load_checkpoint, save_checkpoint
+from zoo.engine.reproducibility import rng_state, set_rng_state
+
+LAST = "last.pt"
+
+
+def run_epochs(
+    *,
+    model: torch.nn.Module,
+    optimizers: list,
+    run_dir: Path,
+    epochs: int,
+    patience: int,
+    train_epoch: Callable[[int], dict],
+    evaluate: Callable[[], dict],
+    monitor: str,
+    mode: str,
+    schedulers: list = (),
+    desc: str = "",
+    progress: bool = True,
+    on_epoch_end: Callable[[int, dict], None] | None = None,
+) -> dict:
+    """Train until ``epochs`` or ``patience`` epochs without a better ``monitor`` value.
+
+    ``train_epoch(epoch)`` trains once and returns a row of scalars; ``evaluate()`` returns more
+    (it must contain ``monitor``); ``mode`` is ``"min"`` or ``"max"``. Returns the loop state:
+    ``epoch`` (epochs run), ``best_epoch``, ``best``, ``best_model`` (state dict), ``curves``
+    (one row per epoch), ``train_seconds`` and ``stopped_early``.
+    """
+    if mode not in ("min", "max"):
+        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+    better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
+    state = {"epoch": 0, "best": math.inf if mode == "min" else -math.inf, "best_epoch": -1, "bad_epochs": 0,
+             "best_model": copy.deepcopy(model.state_dict()), "curves": [], "train_seconds": 0.0}
+    last_path = Path(run_dir) / LAST
+    if last_path.exists():
+        saved = load_checkpoint(last_path)
+        model.load_state_dict(saved["model"])
+        for part, states in ((optimizers, saved["optimizers"]), (schedulers, saved["schedulers"])):
+            for obj, obj_state in zip(part, states):
+                obj.load_state_dict(obj_state)
+        set_rng_state(saved["rng"])
+        state = saved["state"]
+        print(f"resuming {run_dir} from epoch {state['epoch']}")
+
+    writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=state["epoch"])
+    bar = tqdm(total=epochs, initial=state["epoch"], desc=desc, disable=not progress, leave=False, dynamic_ncols=True)
+    try:
+        while state["epoch"] < epochs and state["bad_epochs"] < patience:
+            started = time.perf_counter()
+            row = {"epoch": state["epoch"], **train_epoch(state["epoch"])}
+            for scheduler in schedulers:
+                scheduler.step()
+            state["train_seconds"] += time.perf_counter() - started
+            row.update(evaluate())
+            state["curves"].append(row)
+            if better(row[monitor], state["best"]):
+                state.update(best=row[monitor], best_epoch=state["epoch"], bad_epochs=0,
+                             best_model=copy.deepcopy(model.state_dict()))
+            else:
+                state["bad_epochs"] += 1
+            state["epoch"] += 1
+            save_checkpoint({"model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
+                             "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
+                             "state": state}, last_path)
+            for key, value in row.items():
+                if key != "epoch":
+                    writer.add_scalar(key.replace("_", "/", 1), value, row["epoch"])
+            bar.update(1)
+            bar.set_postfix({key: f"{value:.4g}" for key, value in row.items() if key in ("train_loss", monitor)})
+            if on_epoch_end is not None:
+                on_epoch_end(row["epoch"], row)
+    finally:
+        bar.close()
+        writer.close()
+    state["stopped_early"] = state["bad_epochs"] >= patience
+    return state
+
+
+def finish(run_dir: Path) -> None:
+    """Drop ``last.pt`` once the run's final metrics are written (best.pt stays)."""
+    (Path(run_dir) / LAST).unlink(missing_ok=True)

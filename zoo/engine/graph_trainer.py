@@ -1,0 +1,121 @@
+"""Mini-batch graph-property training (ZINC, molhiv, molpcba, peptides, user CSVs): Adam or
+AdamW, optional cosine schedule with linear warm-up, model selection on the validation metric."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch.nn import functional as F
+
+from zoo.data import make_dataloaders
+from zoo.engine.checkpoint import save_checkpoint, write_json
+from zoo.engine.epoch_loop import finish, run_epochs
+from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
+from zoo.engine.recipe import Recipe
+from zoo.engine.reproducibility import seed_everything
+from zoo.models import create_model
+
+
+def masked_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> torch.Tensor:
+    """L1 for regression, BCE-with-logits for classification, over non-NaN targets only."""
+    labelled = ~torch.isnan(target)
+    if not labelled.any():
+        return prediction.sum() * 0.0
+    if task == "graph_regression":
+        return F.l1_loss(prediction[labelled], target[labelled])
+    return F.binary_cross_entropy_with_logits(prediction[labelled], target[labelled])
+
+
+def predict(model, loader) -> tuple[torch.Tensor, torch.Tensor]:
+    """Model outputs and targets over a whole loader, in loader order (eval mode, no grad)."""
+    model.eval()
+    outputs, targets = [], []
+    with torch.no_grad():
+        for graphs, target in loader:
+            outputs.append(model(graphs))
+            targets.append(target)
+    return torch.cat(outputs), torch.cat(targets)
+
+
+def build_graph_model(recipe: Recipe, num_outputs: int):
+    """The recipe's registered model with ``num_outputs`` targets."""
+    options = {k: v for k, v in recipe.model.items() if k != "name"}
+    return create_model(recipe.model["name"], num_outputs=num_outputs, **options)
+
+
+def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, progress: bool = True,
+                      on_epoch_end: Callable[[int, dict], None] | None = None) -> dict:
+    """Train ``recipe``'s model on ``data`` (a :class:`zoo.data.GraphData`) for one seed.
+
+    The epoch with the best validation metric (the card's: MAE down, ROC-AUC / AP up) gives the
+    final metrics; ``optim.patience`` epochs without improvement stop early. Writes ``best.pt``,
+    TensorBoard events and ``metrics.json`` into ``run_dir``; a killed run resumes.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    seed_everything(seed)
+    model = build_graph_model(recipe, data.num_tasks)
+    if hasattr(model, "pe_spec"):
+        data.add_positional_encodings(model.pe_spec(), progress=progress)
+    loaders = make_dataloaders(data, recipe.optim.batch_size, seed=seed)
+    optim = recipe.optim
+    kind = torch.optim.AdamW if optim.optimizer == "adamw" else torch.optim.Adam
+    optimizer = kind(model.parameters(), lr=optim.lr, weight_decay=optim.weight_decay)
+    schedulers = [torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine_with_warmup(optim))] \
+        if optim.scheduler == "cosine" else []
+    metric = data.metric
+
+    def train_epoch(epoch: int) -> dict:
+        model.train()
+        loaders["train"].generator.manual_seed(seed * 1_000_003 + epoch)  # same order after a resume
+        total, count = 0.0, 0
+        for graphs, target in loaders["train"]:
+            optimizer.zero_grad()
+            loss = masked_loss(model(graphs), target, data.task)
+            loss.backward()
+            if optim.clip_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), optim.clip_grad_norm)
+            optimizer.step()
+            total, count = total + float(loss) * len(target), count + len(target)
+        return {"train_loss": total / count, "lr": optimizer.param_groups[0]["lr"]}
+
+    def evaluate() -> dict:
+        row = {}
+        for split in ("val", "test"):
+            output, target = predict(model, loaders[split])
+            row[f"{split}_loss"] = float(masked_loss(output, target, data.task))
+            row[f"{split}_{metric}"] = graph_metric(metric, target, output)
+        return row
+
+    state = run_epochs(model=model, optimizers=[optimizer], schedulers=schedulers, run_dir=run_dir,
+                       epochs=optim.epochs, patience=optim.patience, train_epoch=train_epoch, evaluate=evaluate,
+                       monitor=f"val_{metric}", mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
+                       progress=progress, on_epoch_end=on_epoch_end)
+    model.load_state_dict(state["best_model"])
+    save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
+                    run_dir / "best.pt")
+    final = {}
+    for split, loader in loaders.items():
+        output, target = predict(model, loader)
+        final[split] = {metric: graph_metric(metric, target, output), "loss": float(masked_loss(output, target, data.task))}
+    metrics = {
+        "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric,
+        "split_source": data.split_source, "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
+        "stopped_early": state["stopped_early"], "num_parameters": sum(p.numel() for p in model.parameters()),
+        "train_seconds": state["train_seconds"], "final": final, "curves": state["curves"],
+    }
+    write_json(metrics, run_dir / "metrics.json")
+    finish(run_dir)
+    return metrics
+
+
+def _cosine_with_warmup(optim) -> Callable[[int], float]:
+    """Learning-rate factor per epoch: linear warm-up, then cosine decay to 0 at the last epoch."""
+    def factor(epoch: int) -> float:
+        if epoch < optim.warmup_epochs:
+            return (epoch + 1) / (optim.warmup_epochs + 1)
+        progress = (epoch - optim.warmup_epochs) / max(1, optim.epochs - optim.warmup_epochs)
+        return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    return factor
