@@ -1,0 +1,62 @@
+"""The graph trainer on 80 ESOL molecules: selection on the validation metric, outputs, resume."""
+import json
+
+import pytest
+import torch
+
+from zoo.data import load_csv_dataset
+from zoo.engine.graph_trainer import _cosine_with_warmup, masked_loss, train_graph_model
+from zoo.engine.recipe import OptimConfig, build_recipe
+
+
+@pytest.fixture(scope="module")
+def esol(zoo_data, zoo_cache):
+    return load_csv_dataset(zoo_data / "moleculenet/ESOL/delaney-processed.csv", "smiles",
+                            ["measured log solubility in mols per litre"], split="random", limit=80,
+                            cache_root=zoo_cache, progress=False)
+
+
+def _recipe(epochs=4):
+    return build_recipe({"dataset": "esol", "name": "esol_tiny", "task": "graph_regression",
+                         "model": {"name": "siggate_gt", "dim": 16, "heads": 2, "layers": 1, "local": "gine",
+                                   "pe": "rwse", "rwse_k": 4, "dim_pe": 4},
+                         "optim": {"optimizer": "adamw", "lr": 3e-3, "epochs": epochs, "batch_size": 16,
+                                   "scheduler": "cosine", "warmup_epochs": 1}})
+
+
+def test_selects_the_best_validation_epoch(esol, tmp_path):
+    metrics = train_graph_model(_recipe(), esol, 0, tmp_path, progress=False)
+    curves = metrics["curves"]
+    best = min(curves, key=lambda row: row["val_mae"])
+    assert metrics["best_epoch"] == best["epoch"] and len(curves) == 4
+    assert metrics["final"]["val"]["mae"] == pytest.approx(best["val_mae"], rel=1e-5)
+    assert json.loads((tmp_path / "metrics.json").read_text())["final"] == metrics["final"]
+    assert (tmp_path / "best.pt").exists() and not (tmp_path / "last.pt").exists()
+
+
+def test_interrupted_run_resumes_to_the_same_result(esol, tmp_path):
+    reference = train_graph_model(_recipe(), esol, 1, tmp_path / "a", progress=False)
+
+    def interrupt(epoch, row):
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_graph_model(_recipe(), esol, 1, tmp_path / "b", progress=False, on_epoch_end=interrupt)
+    resumed = train_graph_model(_recipe(), esol, 1, tmp_path / "b", progress=False)
+    assert [r["train_loss"] for r in resumed["curves"]] == [r["train_loss"] for r in reference["curves"]]
+    assert resumed["final"] == reference["final"]
+
+
+def test_masked_loss_ignores_nan_targets():
+    prediction = torch.tensor([[0.0, 2.0], [1.0, 5.0]])
+    target = torch.tensor([[1.0, float("nan")], [1.0, 2.0]])
+    assert float(masked_loss(prediction, target, "graph_regression")) == pytest.approx((1 + 0 + 3) / 3)
+    logits, labels = torch.tensor([[0.0], [3.0]]), torch.tensor([[float("nan")], [1.0]])
+    expected = torch.nn.functional.softplus(torch.tensor(-3.0))
+    assert float(masked_loss(logits, labels, "graph_classification")) == pytest.approx(float(expected))
+
+
+def test_cosine_schedule_warms_up_then_decays_to_zero():
+    factor = _cosine_with_warmup(OptimConfig(epochs=10, warmup_epochs=2))
+    assert [round(factor(e), 4) for e in (0, 1, 2, 6, 10)] == [round(1 / 3, 4), round(2 / 3, 4), 1.0, 0.5, 0.0]
