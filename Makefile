@@ -7,6 +7,9 @@ RECIPE ?= recipes/cora_gat.yaml
 EPOCHS ?=
 SEEDS ?=
 OUT ?= runs
+# Offline copies of the benchmark data, when the checkout sits beside a shared/ folder.
+ZOO_DATA ?= $(abspath $(wildcard ../shared/data))
+export ZOO_DATA ZOO_CACHE ZOO_OFFLINE
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.zoo-installed
 

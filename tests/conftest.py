@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-DATA_ROOT = Path(os.environ.get("ZOO_DATA", SHARED_DATA))  # read once, before tests touch the env
+DATA_ROOT = Path(os.environ.get("ZOO_DATA") or SHARED_DATA)  # read once, before tests touch the env
 
 
 @pytest.fixture(scope="session")

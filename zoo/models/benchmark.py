@@ -1,0 +1,111 @@
+"""Training-step benchmarks of whole models against their peer, measured in the same process.
+
+``layers``: LTGA-Head and LTGA-Edge against GATv2 (same backbone, same graph).
+``gps``: SigGate-GT against the ungated GPS model on ZINC-sized molecule batches.
+
+Steps of the models are interleaved (A, B, C, A, B, C, ...) so that load from other processes
+hits each alike; the table gives the median ms per step and the ratio to the peer.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import dgl
+import torch
+from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
+from torch.nn import functional as F
+
+from zoo.models.registry import create_model
+
+
+def _median_step_ms(steps: dict, repeats: int, warmup: int = 2) -> dict[str, float]:
+    for _ in range(warmup):
+        for step in steps.values():
+            step()
+    times = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            started = time.perf_counter()
+            step()
+            times[name].append((time.perf_counter() - started) * 1e3)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _train_step(model, loss_fn):
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn(model).backward()
+        optimizer.step()
+
+    return step
+
+
+def _print_table(title: str, ms: dict[str, float], peer: str) -> None:
+    print(f"\n{title}")
+    print(f"allocator: MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', 'unset')}, "
+          f"MALLOC_TRIM_THRESHOLD_={os.environ.get('MALLOC_TRIM_THRESHOLD_', 'unset')}, "
+          f"torch threads {torch.get_num_threads()}")
+    print(f"| model | ms / training step (median) | ratio to {peer} |\n|---|---|---|")
+    for name, value in ms.items():
+        print(f"| {name} | {value:.1f} | {value / ms[peer]:.3f} |")
+
+
+def random_graph(nodes: int, edges: int, seed: int = 0) -> dgl.DGLGraph:
+    """A graph with power-law-ish in-degrees (destinations drawn from a Zipf-like law) and self-loops."""
+    gen = torch.Generator().manual_seed(seed)
+    weights = 1.0 / torch.arange(1, nodes + 1, dtype=torch.float64) ** 0.8
+    dst = torch.multinomial(weights, edges, replacement=True, generator=gen)
+    src = torch.randint(0, nodes, (edges,), generator=gen)
+    return dgl.add_self_loop(dgl.remove_self_loop(dgl.graph((src, dst), num_nodes=nodes)))
+
+
+def benchmark_layers(nodes: int = 2708, edges: int = 10556, feats: int = 1433, classes: int = 7,
+                     repeats: int = 20) -> dict[str, float]:
+    """Median training step of GATv2, LTGA-Head and LTGA-Edge (2 layers, 8 x 64, the paper's backbone)."""
+    graph = random_graph(nodes, edges)
+    gen = torch.Generator().manual_seed(1)
+    x, y = torch.randn(nodes, feats, generator=gen), torch.randint(0, classes, (nodes,), generator=gen)
+    loss = lambda model: F.cross_entropy(model(graph, x), y)
+    models = {"gatv2": create_model("gatv2", in_feats=feats, num_classes=classes),
+              "ltga_head": create_model("ltga", in_feats=feats, num_classes=classes, q_mode="head"),
+              "ltga_edge": create_model("ltga", in_feats=feats, num_classes=classes, q_mode="edge")}
+    ms = _median_step_ms({name: _train_step(model, loss) for name, model in models.items()}, repeats)
+    _print_table(f"layers: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {feats} features", ms, "gatv2")
+    return ms
+
+
+def random_molecules(count: int, atoms: int = 23, bonds: int = 25, seed: int = 0) -> dgl.DGLGraph:
+    """A batch of ZINC-sized random molecular graphs with OGB-spec categorical features."""
+    gen = torch.Generator().manual_seed(seed)
+    graphs = []
+    for _ in range(count):
+        chain = torch.arange(atoms - 1)
+        extra = torch.randint(0, atoms, (2, bonds - (atoms - 1)), generator=gen)
+        src, dst = torch.cat([chain, extra[0]]), torch.cat([chain + 1, extra[1]])
+        g = dgl.to_bidirected(dgl.graph((src, dst), num_nodes=atoms))
+        g.ndata["feat"] = torch.stack([torch.randint(0, d, (atoms,), generator=gen) for d in get_atom_feature_dims()], 1)
+        g.edata["feat"] = torch.stack([torch.randint(0, d, (g.num_edges(),), generator=gen)
+                                       for d in get_bond_feature_dims()], 1)
+        graphs.append(g)
+    batch = dgl.batch(graphs)
+    batch.ndata["rwse"] = torch.rand(batch.num_nodes(), 20, generator=gen)
+    batch.ndata["lap_eigvec"] = torch.randn(batch.num_nodes(), 8, generator=gen)
+    batch.ndata["lap_eigval"] = torch.rand(batch.num_nodes(), 8, generator=gen)
+    return batch
+
+
+def benchmark_gps(batch_size: int = 32, repeats: int = 20) -> dict[str, float]:
+    """Median training step of the ZINC GPS model with and without the per-head output gate."""
+    batch = random_molecules(batch_size)
+    target = torch.randn(batch_size, 1)
+    loss = lambda model: F.l1_loss(model(batch), target)
+    config = dict(dim=64, heads=8, layers=10, local="gine", pe="lap+rwse", lap_k=8, rwse_k=20, pool="sum")
+    models = {"gps": create_model("siggate_gt", gate="none", **config),
+              "siggate_gt": create_model("siggate_gt", gate="output", **config)}
+    ms = _median_step_ms({name: _train_step(model, loss) for name, model in models.items()}, repeats)
+    _print_table(f"gps: batches of {batch_size} ZINC-sized molecules (23 atoms), 10 layers, d 64, 8 heads", ms, "gps")
+    return ms
