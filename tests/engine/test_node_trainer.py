@@ -62,3 +62,37 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
     resumed = train_node_classifier(_recipe(), data, 1, tmp_path / "b", progress=False)
     assert [row["train_loss"] for row in resumed["curves"]] == [row["train_loss"] for row in reference["curves"]]
     assert resumed["final"] == reference["final"]
+
+
+def _ltga_recipe(**optim):
+    return build_recipe({"dataset": "toy", "name": "toy_ltga",
+                         "model": {"name": "ltga", "hidden": 4, "heads": 2, "q_mode": "head", "dropout": 0.0,
+                                   "attn_dropout": 0.0},
+                         "optim": {"epochs": 12, "patience": 50, "q_lr": 0.05, **optim}})
+
+
+def _q_path(metrics):
+    return [[row[f"q_mean/layer{layer}_head{head}"] for layer in (0, 1) for head in (0, 1)] for row in metrics["curves"]]
+
+
+def test_warmup_freezes_q_then_its_own_optimiser_moves_it(tmp_path):
+    path = _q_path(train_node_classifier(_ltga_recipe(q_warmup=5), _toy_data(), 0, tmp_path, progress=False))
+    # the q recorded in epoch k's forward reflects the updates of epochs < k
+    assert all(q == 1.0 for row in path[:6] for q in row)
+    assert any(abs(q - 1.0) > 1e-3 for q in path[-1])
+
+
+def test_shannon_prior_pulls_q_towards_one(tmp_path):
+    free = _q_path(train_node_classifier(_ltga_recipe(q_warmup=0), _toy_data(), 0, tmp_path / "a", progress=False))
+    tied = _q_path(train_node_classifier(_ltga_recipe(q_warmup=0, q_prior=100.0), _toy_data(), 0, tmp_path / "b",
+                                         progress=False))
+    distance = lambda row: sum(abs(q - 1.0) for q in row)
+    assert distance(tied[-1]) < 0.5 * distance(free[-1])
+
+
+def test_diagnostics_are_recorded_for_ltga(tmp_path):
+    metrics = train_node_classifier(_ltga_recipe(q_warmup=0), _toy_data(), 0, tmp_path, progress=False)
+    diagnostics = metrics["diagnostics"]
+    assert len(diagnostics["layers"]) == 2 and set(diagnostics["counterfactual"]) == {
+        "trained", "A_softmax", "B_random_prune", "C_clamp_q"}
+    assert diagnostics["counterfactual"]["trained"] == pytest.approx(metrics["final"]["test"]["accuracy"])
