@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from zoo.data import DatasetError, DatasetNotFoundError, load_card
+from zoo.data import dgl_source
 from zoo.data import graph_datasets as gd
 from zoo.data.graph_datasets import (
     GraphData,
@@ -86,7 +87,7 @@ def test_card_hashes_match_offline_files(name, zoo_data):
 def test_dgl_cards_match_dgl_folder(name, tmp_path, monkeypatch):
     monkeypatch.delenv("DGL_REPO", raising=False)
     card = load_card(name)
-    stub = gd._dgl_stub(gd._dgl_class(card), tmp_path)
+    stub = dgl_source._stub(dgl_source.dgl_class(card), tmp_path)
     assert stub.raw_path.rsplit("/", 1)[1] == card["source"]["raw_folder"]
     assert stub.url.strip() == card["source"]["url"]
 
@@ -271,8 +272,8 @@ def test_molhiv_uses_ogb_files_when_present(tmp_path):
 
 def test_peptides_func_offline_files_resolve(zoo_data, zoo_cache):
     card = load_card("peptides_func")
-    roots = gd._Roots(zoo_data, zoo_cache, True)
-    folder = gd._ensure_dgl_folder(card, gd._dgl_class(card), roots)
+    folder = dgl_source.ensure_dgl_raw_folder(card, dgl_source.dgl_class(card), data_root=zoo_data,
+                                              cache_root=zoo_cache, offline=True)
     assert folder == zoo_cache / "Peptides-func_1ca91230"
     assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == sorted(card["source"]["files"])
     assert not (zoo_data / "Peptides-func_1ca91230" / "Peptides-func.bin").exists()

@@ -19,7 +19,6 @@ Graph cards add to the node-card fields: ``num_tasks``; ``featurizer`` (``ogb-sm
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import shutil
@@ -39,6 +38,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from zoo.data.cards import DatasetError, DatasetNotFoundError, card_path, load_card
+from zoo.data.dgl_source import dgl_class, ensure_dgl_raw_folder
 from zoo.data.mirror import ensure_raw_folder, resolve_roots, sha256_file
 from zoo.data.molecules import FEATURIZER_SPEC, BadSmiles, penalized_logp, read_smiles_csv
 from zoo.data.positional import PESpec, add_positional_encodings
@@ -358,8 +358,8 @@ def _load_molpcba(card, roots: _Roots, limit, source, progress) -> GraphData:
 @register_graph_loader("peptides_struct")
 def _load_lrgb(card, roots: _Roots, limit, source, progress) -> GraphData:
     """DGL's Peptides-func / Peptides-struct on raw files mirrored into the cache."""
-    cls = _dgl_class(card)
-    _ensure_dgl_folder(card, cls, roots)
+    cls = dgl_class(card)
+    ensure_dgl_raw_folder(card, cls, data_root=roots.data, cache_root=roots.cache, offline=roots.offline)
     dataset = cls(raw_dir=str(roots.cache), verbose=False)
     split = {k: torch.as_tensor(v).long() for k, v in dataset.get_idx_split().items()}
     targets = dataset.labels.float().reshape(len(dataset.graphs), -1)
@@ -371,8 +371,8 @@ def _load_lrgb(card, roots: _Roots, limit, source, progress) -> GraphData:
 @register_graph_loader("zinc")
 def _load_zinc(card, roots: _Roots, limit, source, progress) -> GraphData:
     """DGL's ZINCDataset (benchmarking-gnns ZINC 12k, type-dict features)."""
-    cls = _dgl_class(card)
-    _ensure_dgl_folder(card, cls, roots)
+    cls = dgl_class(card)
+    ensure_dgl_raw_folder(card, cls, data_root=roots.data, cache_root=roots.cache, offline=roots.offline)
     graphs, targets, split, start = [], [], {}, 0
     for part, mode in zip(SPLITS, ("train", "valid", "test")):
         dataset = cls(mode=mode, raw_dir=str(roots.cache))
@@ -439,39 +439,6 @@ def _load_ogb(card, roots: _Roots, limit, source, progress) -> GraphData:
 
 
 # ----------------------------------------------------------------------------- DGL
-
-
-def _dgl_class(card) -> type:
-    """Import ``source.dgl_class``."""
-    dotted = card["source"]["dgl_class"]
-    module, _, attr = dotted.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise DatasetError(
-            f"{card_path(card['name'])}: source.dgl_class {dotted!r} cannot be imported with "
-            f"dgl {dgl.__version__} ({exc})."
-        ) from None
-
-
-def _dgl_stub(cls: type, raw_dir: Path):
-    """An instance of ``cls`` that loads nothing: DGL's own raw_path and download()."""
-    return type(cls.__name__, (cls,), {"_load": lambda self: None})(raw_dir=str(raw_dir))
-
-
-def _ensure_dgl_folder(card, cls: type, roots: _Roots) -> Path:
-    """Check DGL reads the card's raw folder, then mirror / verify / download it into the cache."""
-    folder = Path(_dgl_stub(cls, roots.cache).raw_path).name
-    if folder != card["source"]["raw_folder"]:
-        repo = os.environ.get("DGL_REPO")
-        cause = (f"DGL_REPO={repo!r} changes DGL's URL and folder name; unset it." if repo else
-                 f"Update source.raw_folder in the card for dgl {dgl.__version__}.")
-        raise DatasetError(
-            f"Dataset {card['name']!r}: DGL reads raw folder {folder!r}, the card "
-            f"{card_path(card['name'])} names {card['source']['raw_folder']!r}. {cause}"
-        )
-    return ensure_raw_folder(card, lambda scratch: _dgl_stub(cls, scratch).download(),
-                             data_root=roots.data, cache_root=roots.cache, offline=roots.offline)
 
 
 # ----------------------------------------------------------------------------- CSV + cache

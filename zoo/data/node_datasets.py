@@ -1,9 +1,7 @@
 """Node-classification datasets: a card in, DGL's dataset class underneath, one split out."""
 from __future__ import annotations
 
-import importlib
 import operator
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,7 +9,8 @@ import dgl
 import torch
 
 from zoo.data.cards import DatasetError, card_path, load_card
-from zoo.data.mirror import ensure_raw_folder, resolve_roots
+from zoo.data.dgl_source import dgl_class, ensure_dgl_raw_folder
+from zoo.data.mirror import resolve_roots
 
 MASKS = ("train_mask", "val_mask", "test_mask")
 
@@ -59,16 +58,9 @@ def load_node_dataset(
     if missing:
         raise DatasetError(f"{card_path(card['name'])} lacks {missing}, which node cards need.")
     index = _split_index(card, split)
-    cls = _dgl_class(card)
+    cls = dgl_class(card)
     data_root, cache_root, offline = resolve_roots(data_root, cache_root, offline)
-    _check_raw_folder(card, cls, cache_root)
-    ensure_raw_folder(
-        card,
-        lambda scratch: _stub(cls, scratch).download(),
-        data_root=data_root,
-        cache_root=cache_root,
-        offline=offline,
-    )
+    ensure_dgl_raw_folder(card, cls, data_root=data_root, cache_root=cache_root, offline=offline)
     dataset = cls(raw_dir=str(cache_root), verbose=False)
     return _node_data(card, dataset[0], dataset.num_classes, index)
 
@@ -82,44 +74,6 @@ def _split_index(card: dict, split: int) -> int:
     if split < 0:
         raise ValueError(f"split must be >= 0, got {split}")
     return split % card["split"]["num_splits"]
-
-
-def _dgl_class(card: dict) -> type:
-    """Import the class named by ``source.dgl_class`` (e.g. ``dgl.data.CoraGraphDataset``)."""
-    dotted = card["source"]["dgl_class"]
-    module, _, attr = dotted.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise DatasetError(
-            f"{card_path(card['name'])}: source.dgl_class {dotted!r} cannot be imported "
-            f"with dgl {dgl.__version__} ({exc})."
-        ) from None
-
-
-def _stub(cls: type, raw_dir: Path):
-    """An instance of ``cls`` that skips loading: DGL's own url, raw_path and download()."""
-    stub_cls = type(cls.__name__, (cls,), {"_load": lambda self: None})
-    return stub_cls(raw_dir=str(raw_dir), verbose=False)
-
-
-def _check_raw_folder(card: dict, cls: type, cache_root: Path) -> None:
-    """Fail unless DGL will read the raw folder (and URL) that the card names."""
-    source = card["source"]
-    stub = _stub(cls, cache_root)
-    folder = Path(stub.raw_path).name
-    if (stub.url, folder) == (source["url"], source["raw_folder"]):
-        return
-    repo = os.environ.get("DGL_REPO")
-    cause = (
-        f"DGL_REPO is set to {repo!r}, which changes DGL's URL and folder name; unset it."
-        if repo
-        else f"The card does not match dgl {dgl.__version__}; update source.url and raw_folder."
-    )
-    raise DatasetError(
-        f"Dataset {card['name']!r}: DGL would read {folder!r} from {stub.url}, but the card "
-        f"{card_path(card['name'])} names {source['raw_folder']!r} from {source['url']}. {cause}"
-    )
 
 
 def _node_data(card: dict, g: dgl.DGLGraph, num_classes: int, index: int) -> NodeData:
