@@ -32,6 +32,8 @@ def test_selects_the_best_validation_epoch(esol, tmp_path):
     assert metrics["final"]["val"]["mae"] == pytest.approx(best["val_mae"], rel=1e-5)
     assert json.loads((tmp_path / "metrics.json").read_text())["final"] == metrics["final"]
     assert (tmp_path / "best.pt").exists() and not (tmp_path / "last.pt").exists()
+    (layer,) = metrics["diagnostics"]
+    assert 0 < layer["gate_mean"] < 1 and layer["stable_rank"] > 0
 
 
 def test_interrupted_run_resumes_to_the_same_result(esol, tmp_path):

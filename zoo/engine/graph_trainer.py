@@ -8,7 +8,9 @@ from typing import Callable
 
 import torch
 from torch.nn import functional as F
+from torch.utils.tensorboard import SummaryWriter
 
+from zoo.analysis.gate_diagnostics import gate_diagnostics
 from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.epoch_loop import finish, run_epochs
@@ -100,15 +102,30 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     for split, loader in loaders.items():
         output, target = predict(model, loader)
         final[split] = {metric: graph_metric(metric, target, output), "loss": float(masked_loss(output, target, data.task))}
+    diagnostics = _gate_diagnostics(model, loaders["val"], run_dir)
     metrics = {
         "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric,
         "split_source": data.split_source, "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
         "stopped_early": state["stopped_early"], "num_parameters": sum(p.numel() for p in model.parameters()),
         "train_seconds": state["train_seconds"], "final": final, "curves": state["curves"],
+        **({"diagnostics": diagnostics} if diagnostics else {}),
     }
     write_json(metrics, run_dir / "metrics.json")
     finish(run_dir)
     return metrics
+
+
+def _gate_diagnostics(model, loader, run_dir: Path) -> list[dict] | None:
+    """SigGate-GT diagnostics of the selected model on validation batches, also to TensorBoard."""
+    if not callable(getattr(model, "gate_modules", None)):
+        return None
+    report = gate_diagnostics(model, loader)
+    with SummaryWriter(str(run_dir / "tensorboard")) as writer:
+        for row in report:
+            for key, value in row.items():
+                if isinstance(value, float):
+                    writer.add_scalar(f"gate/{key}/layer{row['layer']}", value)
+    return report
 
 
 def _cosine_with_warmup(optim) -> Callable[[int], float]:

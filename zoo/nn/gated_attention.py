@@ -124,6 +124,7 @@ class GatedMultiheadAttention(nn.Module):
             nn.init.constant_(self.gate_proj.bias, gate_bias_init)
 
         self.last_attn = self.last_mask = self.last_gate = None
+        self.last_heads = self.last_heads_ungated = None  # per-head outputs [B, H, L, d_k], after / before G1
 
     def _gate_values(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, L, D]`` -> gate ``[B, L, H, G]``."""
@@ -144,8 +145,12 @@ class GatedMultiheadAttention(nn.Module):
         if self.gate == "value":
             v = v * gate.transpose(1, 2)
         heads = self.attn_dropout(weights) @ v  # [B, H, L, d_k]
+        if self.record:
+            self.last_heads_ungated = heads.detach()
         if self.gate == "output":
             heads = heads * gate.transpose(1, 2)
+        if self.record:
+            self.last_heads = heads.detach()
         out = self.out_proj(heads.transpose(1, 2).reshape(batch, length, self.dim))
         return out, weights, gate
 
