@@ -9,6 +9,15 @@ from zoo.ops import ZooOpError, edge_entmax
 entmax = pytest.importorskip("entmax")
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny graphs: one thread, so that OpenMP waits cannot dominate on a loaded machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def make_graph(degrees, seed=0):
     """Node v gets degrees[v] incoming edges (shuffled), with self-loops and multi-edges."""
     gen = torch.Generator().manual_seed(seed)
@@ -133,5 +142,34 @@ def test_errors():
         edge_entmax(BIG, z.unsqueeze(-1).expand(-1, -1, 2), 1.5)
     bad = z.clone()
     bad[BIG.in_edges(4, form="eid")[3], 0] = float("nan")
-    with pytest.raises(ZooOpError, match=r"NaN or \+inf on edges into destination node\(s\) \[4\]"):
+    with pytest.raises(ZooOpError, match=r"NaN or \+inf \(or only -inf\) on edges into destination node\(s\) \[4\]"):
         edge_entmax(BIG, bad, 1.5)
+
+
+def test_blocks_and_empty_graphs():
+    z = logits_for(BIG)
+    block = dgl.to_block(BIG, dst_nodes=(BIG.in_degrees() > 0).nonzero().flatten())
+    eid = block.edata[dgl.EID]
+    for alpha in (1.5, torch.tensor([1.2, 3.0], dtype=z.dtype)):
+        torch.testing.assert_close(edge_entmax(block, z[eid], alpha), edge_entmax(BIG, z, alpha)[eid])
+    empty = torch.zeros(0, 2, requires_grad=True)
+    out = edge_entmax(dgl.graph(([], []), num_nodes=2), empty, torch.tensor([1.2, 3.0]))
+    out.sum().backward()
+    assert out.shape == empty.grad.shape == (0, 2)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 2.0, [1.3, 2.6]])
+def test_minus_inf_masks_an_edge(alpha):
+    """-inf logits get weight 0; the rest equals the op on the graph without those edges."""
+    alpha = torch.tensor(alpha, dtype=torch.float64, requires_grad=True) if isinstance(alpha, list) else alpha
+    z = logits_for(BIG)
+    masked = torch.zeros(z.shape[0], dtype=torch.bool)
+    masked[BIG.in_edges(1, form="eid")[::3]] = masked[BIG.in_edges(4, form="eid")[0]] = True
+    zm = z.masked_fill(masked[:, None], float("-inf")).requires_grad_()
+    out = edge_entmax(BIG, zm, alpha)
+    assert (out[masked] == 0).all()
+    (out * torch.arange(out.numel(), dtype=out.dtype).view(out.shape)).sum().backward()
+    assert torch.isfinite(zm.grad).all() and (zm.grad[masked] == 0).all()
+    assert not torch.is_tensor(alpha) or torch.isfinite(alpha.grad).all()
+    sub = dgl.edge_subgraph(BIG, (~masked).nonzero().flatten(), relabel_nodes=False)
+    torch.testing.assert_close(out[~masked], edge_entmax(sub, z[~masked], alpha), atol=1e-12, rtol=0)

@@ -9,6 +9,15 @@ from zoo.ops import ZooOpError, edge_qsoftmax
 H = 3
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny graphs: one thread, so that OpenMP waits cannot dominate on a loaded machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def make_graph(degrees, seed=0):
     """Node v gets degrees[v] incoming edges (shuffled), with self-loops and multi-edges."""
     gen = torch.Generator().manual_seed(seed)
@@ -24,7 +33,7 @@ def make_graph(degrees, seed=0):
 def reference(graph, z, q):
     """Dense q-softmax per destination node, written plainly; z [E, H], q broadcastable to [E, H]."""
     q = torch.as_tensor(q, dtype=z.dtype).expand_as(z)
-    src, dst = graph.edges()
+    dst = graph.edges()[1]
     out = torch.zeros_like(z)
     for v in range(graph.num_nodes()):
         idx = (dst == v).nonzero().flatten()
@@ -160,7 +169,37 @@ def test_errors(graph):
         edge_qsoftmax(graph, z, torch.ones(4))
     bad = z.clone()
     bad[graph.in_edges(6, form="eid")[0], 1] = float("nan")
-    with pytest.raises(ZooOpError, match=r"logits contain NaN or \+inf on edges into destination node\(s\) \[6\]"):
+    with pytest.raises(ZooOpError, match=r"logits contain NaN or \+inf \(or only -inf\) on edges into \D+ \[6\]"):
         edge_qsoftmax(graph, bad, 1.5)
     with pytest.raises(ZooOpError, match="floating-point"):
         edge_qsoftmax(graph, z.long(), 1.5)
+
+
+def test_blocks_and_empty_graphs(graph):
+    z = logits_for(graph)
+    block = dgl.to_block(graph, dst_nodes=(graph.in_degrees() > 0).nonzero().flatten())
+    eid = block.edata[dgl.EID]
+    torch.testing.assert_close(edge_qsoftmax(block, z[eid], 1.5), edge_qsoftmax(graph, z, 1.5)[eid])
+    empty = torch.zeros(0, H, requires_grad=True)
+    out = edge_qsoftmax(dgl.graph(([], []), num_nodes=2), empty, torch.full((H,), 1.5))
+    out.sum().backward()
+    assert out.shape == empty.grad.shape == (0, H)
+
+
+@pytest.mark.parametrize("q", [0.5, 1.0, 1.5, [1 + 5e-5, 1 - 5e-5, 1.0], [1 + 5e-5, 0.7, 1.6]])
+def test_minus_inf_masks_an_edge(graph, q):
+    """-inf logits get weight 0; head 0 equals the op on the graph without its masked edges."""
+    q = torch.tensor(q, dtype=torch.float64, requires_grad=True) if isinstance(q, list) else q
+    z = logits_for(graph)
+    masked = torch.zeros(z.shape, dtype=torch.bool)
+    masked[graph.in_edges(6, form="eid")[:4], 0] = masked[graph.in_edges(3, form="eid")[1], 2] = True
+    zm = z.masked_fill(masked, float("-inf")).requires_grad_()
+    out = edge_qsoftmax(graph, zm, q)
+    assert (out[masked] == 0).all()
+    (out * torch.arange(out.numel(), dtype=out.dtype).view(out.shape)).sum().backward()
+    assert torch.isfinite(zm.grad).all() and (zm.grad[masked] == 0).all()
+    assert not torch.is_tensor(q) or torch.isfinite(q.grad).all()
+    keep = (~masked[:, 0]).nonzero().flatten()
+    sub = dgl.edge_subgraph(graph, keep, relabel_nodes=False)
+    q0 = q.detach()[0] if torch.is_tensor(q) else q
+    torch.testing.assert_close(out[keep, 0], edge_qsoftmax(sub, z[keep, 0], q0), atol=1e-12, rtol=0)

@@ -1,7 +1,10 @@
 """Input checks and small numerical helpers shared by the edge normalisers."""
+import math
+
 import torch
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+EXP_LOW = {dtype: math.log(torch.finfo(dtype).tiny) + 2 for dtype in _FLOATS}  # exp_flush_ cut-off
 
 
 class ZooOpError(ValueError):
@@ -14,10 +17,10 @@ def edge_scores(graph, logits, name="logits"):
     Accepts ``[E]``, ``[E, H]`` and ``[E, H, 1]`` (like ``edge_softmax``).
     Returns the ``[E, H]`` view and the original shape.
     """
-    if graph.is_block or len(graph.canonical_etypes) != 1:
+    if len(graph.canonical_etypes) != 1:
         raise ZooOpError(
-            f"graph has edge types {graph.canonical_etypes}; only homogeneous graphs "
-            "(one edge type) are supported: pass dgl.to_homogeneous(graph) or one relation")
+            f"graph has edge types {graph.canonical_etypes}; only graphs with one edge type "
+            "are supported: pass dgl.to_homogeneous(graph) or one relation, e.g. graph['follows']")
     if not torch.is_tensor(logits) or logits.dtype not in _FLOATS:
         raise ZooOpError(f"{name} must be a floating-point tensor, got "
                          f"{getattr(logits, 'dtype', type(logits).__name__)}")
@@ -31,7 +34,7 @@ def edge_scores(graph, logits, name="logits"):
     if logits.device != graph.device:
         raise ZooOpError(f"{name} is on {logits.device} but the graph is on {graph.device}: "
                          "move one of them, e.g. graph.to(logits.device)")
-    return logits.reshape(num_edges, -1), shape
+    return logits.reshape(num_edges, shape[1] if len(shape) > 1 else 1), shape
 
 
 def edge_param(value, name, x, shape, per_edge):
@@ -78,8 +81,8 @@ def check_finite_sum(graph, total, name="logits"):
     if bool(bad.any()):
         nodes = bad.any(1).nonzero().flatten()[:5].tolist()
         raise ZooOpError(
-            f"{name} contain NaN or +inf on edges into destination node(s) {nodes}: "
-            "all scores must be finite (check the layer producing them)")
+            f"{name} contain NaN or +inf (or only -inf) on edges into destination node(s) {nodes}: "
+            "scores must be finite, or -inf to mask an edge (check the layer producing them)")
 
 
 def reduce_to(grad, like):
@@ -91,25 +94,30 @@ def reduce_to(grad, like):
     return grad
 
 
-def dlog_expq(eps, d):
-    """``d/d eps`` of ``log exp_eps(d) = log1p(eps d) / eps``, elementwise (new tensor).
+def expq_log_grads_(eps, d, need_eps):
+    """Log-derivatives of ``exp_eps`` at ``d`` (``d`` is overwritten): ``(d/dd, d/d eps or None)``.
 
-    Equals ``[w / (1 + w) - log1p(w)] / eps^2`` with ``w = eps d``, evaluated by its
-    series in ``w`` where ``|w| < 1e-2`` (limit ``-d^2 / 2`` at eps = 0). Off the support
-    (``w <= -1``) it is large but finite, so a zero weight times it stays zero.
+    With ``w = eps d``: ``d log exp_eps / dd = 1 / (1 + w)`` and ``d log exp_eps / d eps =
+    [w / (1 + w) - log1p(w)] / eps^2``. The latter has an absolute rounding error of about
+    ``machine_eps |d| / |eps|``, so where some ``|eps| < 0.05`` its series in ``w`` is used for
+    ``|w| < 1e-2`` (limit ``-d^2 / 2`` at eps = 0). Off the support (``w <= -1``) both are large
+    but finite, so a zero weight times them stays zero.
     """
     w = (d * eps).clamp_(min=-1 + torch.finfo(d.dtype).eps)
-    small = w.abs() < 1e-2
-    series = torch.zeros_like(w)
-    for k in range(7, 1, -1):  # Horner on -d^2 sum_{k>=2} (-1)^k (k-1)/k w^(k-2)
-        series.mul_(w).add_((-1) ** k * (k - 1) / k)
-    series.mul_(d).mul_(d).neg_()
-    log1p = torch.log1p(w)
-    exact = w.add_(1).reciprocal_().neg_().add_(1).sub_(log1p)  # w/(1+w) - log1p(w)
-    del log1p
+    rho = torch.add(w, 1).reciprocal_()
+    if not need_eps:
+        return rho, None
+    series = None
+    if bool((torch.as_tensor(eps).abs() < 0.05).any()):
+        series = torch.zeros_like(w)
+        for k in range(7, 1, -1):  # Horner on -d^2 sum_{k>=2} (-1)^k (k-1)/k w^(k-2)
+            series.mul_(w).add_((-1) ** k * (k - 1) / k)
+        series.mul_(d).mul_(d).neg_()
+    small = None if series is None else w.abs() < 1e-2
+    dlog = torch.mul(w, rho, out=d).sub_(w.log1p_())  # w / (1 + w) - log1p(w)
     eps2 = eps * eps
-    exact.div_(torch.where(eps2 == 0, 1.0, eps2) if torch.is_tensor(eps) else eps2 or 1.0)
-    return torch.where(small, series, exact, out=series)
+    dlog.div_(torch.where(eps2 == 0, 1.0, eps2) if torch.is_tensor(eps) else eps2)
+    return rho, dlog if series is None else torch.where(small, series, dlog, out=dlog)
 
 
 def log_bracket(eps, degree):
@@ -121,19 +129,23 @@ def log_bracket(eps, degree):
     return torch.where(eps == 0, logd, torch.expm1(-eps_safe * logd).neg_() / eps_safe)
 
 
+def exp_flush_(y):
+    """In place ``exp``; results below ~7.4x the smallest normal number become exactly 0.
+
+    Subnormal results make ``exp`` some 50x slower on CPU, so the exponent is clamped first.
+    """
+    low = EXP_LOW[y.dtype]
+    return torch.nn.functional.threshold_(y.clamp_(min=low).exp_(), math.exp(low) * 1.01, 0.0)
+
+
 def expq_(d, eps):
     """In place: ``d <- exp_eps(d) = [1 + eps d]_+ ^ (1 / eps)`` for eps != 0 (float or tensor).
 
-    Computed as ``exp(log1p(eps d) / eps)``, accurate also for small ``|eps|``;
-    eps = 1 and 0.5 use the exact shortcuts ``relu`` and ``square``.
+    Computed as ``exp(log1p(eps d) / eps)`` (accurate also for small ``|eps|``, underflow
+    flushed to 0 by ``exp_flush_``); eps = 1 and 0.5 use the exact shortcuts ``relu``, ``square``.
     """
     if not torch.is_tensor(eps) and eps in (1.0, 0.5):
         d.mul_(eps).add_(1).relu_()
         return d.square_() if eps == 0.5 else d
-    return d.mul_(eps).clamp_(min=-1).log1p_().div_(eps).exp_()
-
-
-def is_const(value, const):
-    """True if ``value`` is the Python float ``const`` (not a tensor)."""
-    return not torch.is_tensor(value) and value == const
+    return exp_flush_(d.mul_(eps).clamp_(min=-1).log1p_().mul_(1 / eps))
 

@@ -4,12 +4,13 @@ import warnings
 import dgl.ops as F
 import torch
 
-from ._common import check_finite_sum, check_param, dlog_expq, edge_param, edge_scores, expq_, log_bracket, reduce_to
+from ._common import (check_finite_sum, check_param, edge_param, edge_scores, exp_flush_, expq_, expq_log_grads_,
+                      log_bracket, reduce_to)
 
 EPS_FLOOR = 1e-30  # a tensor alpha of exactly 1 is evaluated at alpha = 1 + EPS_FLOOR
 
 
-def edge_entmax(graph, logits, alpha, *, n_bisect=8, max_iter=50):
+def edge_entmax(graph, logits, alpha, *, n_bisect=4, max_iter=50):
     r"""alpha-entmax (Peters et al., 2019) over the incoming edges of each destination node.
 
     For the edges ``i`` entering a node (and each head), with ``eps = alpha - 1``::
@@ -19,16 +20,21 @@ def edge_entmax(graph, logits, alpha, *, n_bisect=8, max_iter=50):
     which equals ``entmax.entmax_bisect(z, alpha)`` on each neighbourhood. alpha = 1 is
     softmax exactly, alpha = 2 is sparsemax; alpha > 1 gives exact zeros.
 
-    Threshold: ``n_bisect`` bisection steps on ``[max z, max z + (1 - deg^-eps) / eps]`` for all
-    destinations at once, then safeguarded Newton steps from the lower end (for alpha <= 2
-    they increase monotonically to the root; for alpha = 2 each step is the closed-form
-    sparsemax threshold of the current support) until the step is below ``sqrt(machine eps)``
-    and the support no longer changes, at most ``max_iter`` steps. The last step is applied,
-    so ``t`` is exact to rounding; ``p`` is finally divided by its sum.
+    Threshold, for all destinations at once on DGL's sparse primitives: ``n_bisect`` bisection
+    steps on ``[max z, max z + (1 - deg^-eps) / eps]``, then Newton steps from the lower end.
+    For alpha <= 2 the sum is convex in ``t``, so Newton increases monotonically to the root;
+    for alpha = 2 each step is the closed-form sparsemax threshold of the current support.
+    It stops once the step is below ``machine_eps^(2/3)`` (relative) and no alpha = 2 support
+    changed, or below ``8 machine_eps``; the last step is applied, so ``t`` is exact to rounding
+    (at most ``max_iter`` steps, else a RuntimeWarning). For alpha > 2 (not convex) bisection
+    alone runs to machine precision (at most ``max_iter`` steps). ``p`` is finally divided by
+    its sum; weights below ~1e-37 (float32) / ~1e-307 (float64) are flushed to 0. A tensor
+    alpha of exactly 1 is evaluated at 1 + 1e-30 (softmax to rounding); a float 1 is softmax.
 
     Shapes: ``logits`` ``[E]``, ``[E, H]`` or ``[E, H, 1]``; ``alpha`` a float >= 1, a tensor with
-    one value or ``[H]`` (per head). Output has the shape of ``logits``. Finite logits; float32 or
-    float64; nodes without incoming edges, self-loops and multi-edges are handled like edge_softmax.
+    one value or ``[H]`` (per head). Output has the shape of ``logits``. float32 or float64 logits,
+    finite or -inf (a masked edge: weight 0), not all -inf into one node. Nodes without incoming
+    edges, self-loops, multi-edges, blocks and bipartite graphs are handled like edge_softmax.
 
     Gradients: to ``logits`` through the entmax Jacobian, ``s = p^(2 - alpha)`` on the support,
     ``dz = s g - s (sum s g) / (sum s)``; to a tensor ``alpha`` by ``dalpha = sum_i (g_i - gbar)
@@ -38,6 +44,8 @@ def edge_entmax(graph, logits, alpha, *, n_bisect=8, max_iter=50):
 
     Example::
 
+        >>> import dgl, torch
+        >>> from zoo.ops import edge_entmax
         >>> g = dgl.graph(([0, 1, 2], [2, 2, 2]))
         >>> edge_entmax(g, torch.tensor([1.0, 0.5, -2.0]), alpha=1.5)
         tensor([0.6740, 0.3260, 0.0000])
@@ -45,6 +53,8 @@ def edge_entmax(graph, logits, alpha, *, n_bisect=8, max_iter=50):
     x, shape = edge_scores(graph, logits)
     alpha = edge_param(alpha, "alpha", x, shape, per_edge=False)
     check_param(alpha, "alpha", 1.0, low_ok=True)
+    if x.numel() == 0:
+        return logits.clone()
     return _Entmax.apply(graph, x, alpha, int(n_bisect), int(max_iter)).reshape(shape)
 
 
@@ -55,9 +65,9 @@ def _eval(graph, x, t, eps, slope):
         return expq_(d, eps), None
     if not torch.is_tensor(eps) and eps in (1.0, 0.5):
         u = d.mul_(eps).add_(1).relu_()
-        return (u, (u > 0).to(u.dtype)) if eps == 1 else (u.square(), u)
+        return (u, u.sign()) if eps == 1 else (u.square(), u)
     w = d.mul_(eps)
-    p = w.clamp(min=-1).log1p_().div_(eps).exp_()
+    p = exp_flush_(w.clamp(min=-1).log1p_().mul_(1 / eps))
     s = w.add_(1).clamp_(min=torch.finfo(w.dtype).tiny)
     return p, torch.div(p, s, out=s)
 
@@ -67,38 +77,41 @@ def _threshold(graph, x, eps, n_bisect, max_iter):
     degree = graph.in_degrees().unsqueeze(1)
     lo = torch.where(degree > 0, F.copy_e_max(graph, x), 0.0)
     width = log_bracket(eps, degree.clamp(min=1).to(x.dtype)).expand_as(lo)
-    for _ in range(n_bisect):
+    convex = not bool((torch.as_tensor(eps) > 1).any())
+    precision = torch.finfo(x.dtype).eps
+    for _ in range(n_bisect if convex else max_iter):
         width = width / 2
         mid = lo + width
         p, _ = _eval(graph, x, mid, eps, slope=False)
         lo = torch.where(F.copy_e_sum(graph, p) >= 1, mid, lo)
-    hi, t = lo + width, lo
-    tol, support = torch.finfo(x.dtype).eps ** 0.5, -1
-    for _ in range(max_iter):
+        if not convex and bool((width <= precision * (1 + lo.abs())).all()):
+            return lo
+    if not convex:
+        return lo
+    t, sizes, sparse = lo, None, torch.as_tensor(eps) == 1
+    for _ in range(max_iter):  # Newton from below: monotone for a convex decreasing sum
         p, s = _eval(graph, x, t, eps, slope=True)
         f = F.copy_e_sum(graph, p).sub_(1)
         check_finite_sum(graph, f)
-        lo, hi = torch.where(f >= 0, t, lo), torch.where(f < 0, t, hi)
-        new = t + f / F.copy_e_sum(graph, s)
-        new = torch.where((new >= lo) & (new <= hi), new, (lo + hi) / 2)
-        done = bool(((new - t).abs() <= tol * (1 + t.abs())).all())
-        support, last = int((p > 0).sum()), support
-        t = new
-        if done and support == last:
-            return t
+        slope = F.copy_e_sum(graph, s)
+        step = torch.where(slope > 0, f / slope, 0.0)
+        t = t + step
+        sizes, last = torch.where(sparse, slope, 0.0), sizes  # support sizes (alpha = 2 heads)
+        rel = float((step.abs() / (1 + t.abs())).max())
+        stable = last is not None and torch.equal(sizes, last)
+        if rel <= 8 * precision or (rel <= precision ** (2 / 3) and stable):  # rounding: a
+            return t  # score within an ulp of the threshold may flip in and out of the support
     warnings.warn(f"edge_entmax: threshold not converged in max_iter={max_iter} Newton steps",
                   RuntimeWarning)
     return t
 
 
-def _slope(p, eps):
-    """``s = p^(1 - eps)`` on the support, 0 elsewhere (new tensor unless eps == 0)."""
-    if not torch.is_tensor(eps):
-        if eps in (0.0, 1.0, 0.5):
-            return p if eps == 0 else (p > 0).to(p.dtype) if eps == 1 else p.sqrt()
-        if eps < 1:
-            return p.pow(1 - eps)
-    return torch.where(p > 0, p.pow(1 - eps), 0.0)
+def _slope(graph, x, t, p, eps, need_alpha):
+    """``s = p^(1 - eps)`` (0 off the support) and, if ``need_alpha``, ``d log p / d eps``."""
+    if not torch.is_tensor(eps) and eps in (0.0, 1.0, 0.5):
+        return (p if eps == 0 else p.sign() if eps == 1 else p.sqrt()), None
+    rho, dlog = expq_log_grads_(eps, F.e_sub_v(graph, x, t), need_alpha)
+    return rho.mul_(p), dlog  # p / (1 + eps (x - t))
 
 
 class _Entmax(torch.autograd.Function):
@@ -111,7 +124,7 @@ class _Entmax(torch.autograd.Function):
             eps = eps.clamp(min=EPS_FLOOR)
         if not torch.is_tensor(eps) and eps == 0:  # softmax, exactly
             m = torch.where(graph.in_degrees().unsqueeze(1) > 0, F.copy_e_max(graph, x), 0.0)
-            p = F.e_sub_v(graph, x, m).exp_()
+            p = exp_flush_(F.e_sub_v(graph, x, m))
             total = F.copy_e_sum(graph, p)
             t = m + total.log()
         else:
@@ -129,11 +142,9 @@ class _Entmax(torch.autograd.Function):
         graph, eps = ctx.graph, ctx.eps
         x, t, p = ctx.saved_tensors
         grad = grad.contiguous()
-        s = _slope(p, eps)
+        s, dlog = _slope(graph, x, t, p, eps, ctx.needs_input_grad[2])
         gbar = F.copy_e_sum(graph, s * grad).div_(F.copy_e_sum(graph, s))
         r = F.e_sub_v(graph, grad, gbar)  # g - gbar
-        grad_alpha = None
-        if ctx.needs_input_grad[2]:
-            dq = dlog_expq(eps, F.e_sub_v(graph, x, t))
-            grad_alpha = reduce_to(dq.mul_(r).mul_(p), eps)
-        return None, r.mul_(s), grad_alpha, None, None
+        grad_x = s.mul_(r) if s is not p else r * s
+        grad_alpha = None if dlog is None else reduce_to(dlog.mul_(r.mul_(p)), eps)
+        return None, grad_x, grad_alpha, None, None

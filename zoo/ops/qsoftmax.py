@@ -2,7 +2,8 @@
 import dgl.ops as F
 import torch
 
-from ._common import check_finite_sum, check_param, dlog_expq, edge_param, edge_scores, expq_, reduce_to
+from ._common import (EXP_LOW, check_finite_sum, check_param, edge_param, edge_scores, exp_flush_, expq_,
+                      expq_log_grads_, reduce_to)
 
 
 def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
@@ -20,9 +21,11 @@ def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
 
     Shapes: ``logits`` ``[E]``, ``[E, H]`` or ``[E, H, 1]``; ``q`` a float, a tensor with one
     value, ``[H]`` (per head) or ``[E, H]`` (per edge; ``[E]`` for 1-d logits). Output has the
-    shape of ``logits``. Domain: finite ``q > 0``; finite logits; float32 or float64.
-    Nodes without incoming edges are simply absent from the output; self-loops and
-    multi-edges are ordinary edges. Normalisation is always over incoming edges (dst).
+    shape of ``logits``. Domain: finite ``q > 0``; float32 or float64 logits, finite or -inf
+    (a masked edge: weight exactly 0), not all -inf into one node. Weights below ~1e-37
+    (float32) / ~1e-307 (float64) are flushed to 0. Nodes without incoming edges are absent
+    from the output; self-loops and multi-edges are ordinary edges; blocks and bipartite
+    graphs work. Normalisation is always over incoming edges (dst).
 
     Gradients flow to ``logits`` and to ``q`` if it is a tensor requiring grad. For q != 1
     the result is not shift invariant, so the max shift is part of the function and its
@@ -30,17 +33,21 @@ def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
     gradient is the exact derivative of the function computed.
 
     Raises ``ZooOpError`` (a ``ValueError``) for a shape that does not fit the graph, a q
-    outside the domain, or NaN/+inf logits.
+    outside the domain, or NaN/+inf logits (naming the destination nodes).
 
-    Example::
+    Example (three edges into node 2; the last is beyond max - 1/(q-1) = -1)::
 
+        >>> import dgl, torch
+        >>> from zoo.ops import edge_qsoftmax
         >>> g = dgl.graph(([0, 1, 2], [2, 2, 2]))
-        >>> edge_qsoftmax(g, torch.tensor([[0.0], [-0.5], [-3.0]]), q=2.0)
-        tensor([[0.6667], [0.3333], [0.0000]])
+        >>> edge_qsoftmax(g, torch.tensor([0.0, -0.5, -3.0]), q=2.0)
+        tensor([0.6667, 0.3333, 0.0000])
     """
     x, shape = edge_scores(graph, logits)
     q = edge_param(q, "q", x, shape, per_edge=True)
     check_param(q, "q", 0.0, low_ok=False)
+    if x.numel() == 0:  # DGL's max backward fails on a graph without edges
+        return logits.clone()
     m = F.copy_e_max(graph, x)
     return _QSoftmax.apply(graph, x, m, q, float(taylor_eps)).reshape(shape)
 
@@ -53,9 +60,10 @@ def _taylor(eps, taylor_eps):
 def _taylor_(d, eps):
     """In place: ``d <- exp(d) [1 - eps d^2 / 2]_+``."""
     if not torch.is_tensor(eps) and eps == 0:
-        return d.exp_()
+        return exp_flush_(d)
+    d.clamp_(min=EXP_LOW[d.dtype])  # exp is 0 below; keeps the factor finite for d = -inf
     corr = (d * d).mul_(eps).mul_(-0.5).add_(1).clamp_(min=0)
-    return d.exp_().mul_(corr)
+    return exp_flush_(d).mul_(corr)
 
 
 def _exp_q_(d, eps, taylor):
@@ -70,20 +78,23 @@ def _exp_q_(d, eps, taylor):
     return torch.where(taylor, _taylor_(d, eps), exact, out=d)
 
 
-def _log_grads(d, eps, taylor, need_q):
-    """``(d log e / d x, d log e / d eps)`` at ``x = d``; None where not needed (or 1 for q = 1)."""
+def _log_grads_(d, eps, taylor, need_q):
+    """``(d log e / d x, d log e / d eps)`` at ``x = d`` (overwrites ``d``); None if not needed.
+
+    The x-derivative is None for q = 1 given as a float (it is 1).
+    """
     if torch.is_tensor(taylor) and taylor.any() and not taylor.all():
-        (dx, dq), (t_dx, t_dq) = _log_grads(d, eps, False, need_q), _log_grads(d, eps, True, need_q)
+        (dx, dq), (t_dx, t_dq) = expq_log_grads_(eps, d.clone(), need_q), _log_grads_(d, eps, True, need_q)
         dq = torch.where(taylor, t_dq, dq, out=dq) if need_q else None
         return torch.where(taylor, t_dx, dx, out=dx), dq
-    if taylor.all() if torch.is_tensor(taylor) else taylor:
-        if not torch.is_tensor(eps) and eps == 0:
-            return None, None
-        den = (d * d).mul_(eps).mul_(-0.5).add_(1).clamp_(min=torch.finfo(d.dtype).eps)
-        dq = (d * d).mul_(-0.5).div_(den) if need_q else None
-        return (d * eps).div_(den).neg_().add_(1), dq
-    dq = dlog_expq(eps, d) if need_q else None
-    return (d * eps).add_(1).clamp_(min=torch.finfo(d.dtype).tiny).reciprocal_(), dq
+    if not (taylor.all() if torch.is_tensor(taylor) else taylor):
+        return expq_log_grads_(eps, d, need_q)
+    if not torch.is_tensor(eps) and eps == 0:
+        return None, None
+    sq = d * d  # Taylor branch: e = exp(d) c with c = 1 - eps d^2 / 2
+    c = (sq * eps).mul_(-0.5).add_(1).clamp_(min=torch.finfo(d.dtype).eps)
+    dq = sq.mul_(-0.5).div_(c) if need_q else None
+    return d.mul_(eps).div_(c).neg_().add_(1), dq
 
 
 class _QSoftmax(torch.autograd.Function):
@@ -109,7 +120,8 @@ class _QSoftmax(torch.autograd.Function):
         need_q = ctx.needs_input_grad[3]
         r = F.e_sub_v(graph, grad, F.copy_e_sum(graph, grad * p))
         r.mul_(p)  # (g - <g, p>) p = d loss / d log e
-        dx, dq = _log_grads(F.e_sub_v(graph, x, m), eps, taylor, need_q)
+        d = F.e_sub_v(graph, x, m).clamp_(min=-torch.finfo(x.dtype).max ** 0.25)  # -inf: weight 0
+        dx, dq = _log_grads_(d, eps, taylor, need_q)
         grad_q = reduce_to(dq.mul_(r), eps) if need_q else None
         if dx is not None:
             r.mul_(dx)
