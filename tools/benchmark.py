@@ -2,6 +2,8 @@
 
     python tools/benchmark.py ops                       # edge normalisers vs edge_softmax
     python tools/benchmark.py ops --edges 1e4 1e5 --heads 8 --repeats 5
+    python tools/benchmark.py layers                    # LTGA-Head / LTGA-Edge step vs GATv2 step
+    python tools/benchmark.py gps                       # SigGate-GT step vs ungated GPS step
 """
 from __future__ import annotations
 
@@ -18,6 +20,18 @@ def _ops(args: argparse.Namespace) -> None:
     run(edges=[int(float(e)) for e in args.edges], heads=args.heads, repeats=args.repeats)
 
 
+def _layers(args: argparse.Namespace) -> None:
+    from zoo.models.benchmark import benchmark_layers
+
+    benchmark_layers(nodes=args.nodes, edges=int(float(args.edges)), feats=args.features, repeats=args.repeats)
+
+
+def _gps(args: argparse.Namespace) -> None:
+    from zoo.models.benchmark import benchmark_gps
+
+    benchmark_gps(batch_size=args.batch_size, repeats=args.repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -26,6 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     ops.add_argument("--heads", type=int, default=8, help="attention heads (default 8)")
     ops.add_argument("--repeats", type=int, default=5, help="timed runs per measurement (median)")
     ops.set_defaults(func=_ops)
+    layers = commands.add_parser("layers", help="training step of LTGA-Head and LTGA-Edge against GATv2")
+    layers.add_argument("--nodes", type=int, default=2708, help="nodes of the random graph (default: Cora's)")
+    layers.add_argument("--edges", default="10556", help="edges before self-loops (default: Cora's)")
+    layers.add_argument("--features", type=int, default=1433, help="input features (default: Cora's)")
+    layers.add_argument("--repeats", type=int, default=20, help="timed steps per model (median)")
+    layers.set_defaults(func=_layers)
+    gps = commands.add_parser("gps", help="training step of SigGate-GT against the ungated GPS model")
+    gps.add_argument("--batch-size", type=int, default=32, help="molecules per batch (default 32, ZINC's)")
+    gps.add_argument("--repeats", type=int, default=20, help="timed steps per model (median)")
+    gps.set_defaults(func=_gps)
     args = parser.parse_args(argv)
     args.func(args)
     return 0

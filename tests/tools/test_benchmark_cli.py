@@ -1,0 +1,17 @@
+"""tools/benchmark.py layers / gps print a table with ratios to the peer (tiny sizes: a smoke test)."""
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("benchmark_cli", ROOT / "tools" / "benchmark.py")
+benchmark_cli = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(benchmark_cli)
+
+
+def test_layers_and_gps_tables(capsys):
+    assert benchmark_cli.main(["layers", "--nodes", "60", "--edges", "300", "--features", "16", "--repeats", "1"]) == 0
+    assert benchmark_cli.main(["gps", "--batch-size", "2", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    for row in ("| gatv2 |", "| ltga_head |", "| ltga_edge |", "| gps |", "| siggate_gt |"):
+        assert row in out
+    assert "| gatv2 | " in out and out.count("| 1.000 |") == 2  # each peer's own ratio
