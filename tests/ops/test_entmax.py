@@ -4,46 +4,15 @@ import pytest
 import torch
 from dgl.nn.functional import edge_softmax
 
+from tests.ops.graphs import make_graph, per_node
 from zoo.ops import ZooOpError, edge_entmax
 
 entmax = pytest.importorskip("entmax")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny graphs: one thread, so that OpenMP waits cannot dominate on a loaded machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def make_graph(degrees, seed=0):
-    """Node v gets degrees[v] incoming edges (shuffled), with self-loops and multi-edges."""
-    gen = torch.Generator().manual_seed(seed)
-    n = len(degrees)
-    dst = torch.repeat_interleave(torch.arange(n), torch.tensor(degrees))
-    src = torch.randint(0, n, (len(dst),), generator=gen)
-    src[::5] = dst[::5]  # self-loops
-    src[1::7] = src[0:-1:7][: len(src[1::7])]  # repeated pairs where dst repeats: multi-edges
-    perm = torch.randperm(len(dst), generator=gen)
-    return dgl.graph((src[perm], dst[perm]), num_nodes=n)
-
-
 def logits_for(graph, heads=2, seed=1, dtype=torch.float64):
     gen = torch.Generator().manual_seed(seed)
     return torch.randn(graph.num_edges(), heads, generator=gen, dtype=dtype) * 2
-
-
-def per_node(graph, z, fn):
-    """Apply fn([H, k] scores) -> [H, k] to each destination's incoming edges."""
-    dst = graph.edges()[1]
-    out = torch.zeros_like(z)
-    for v in range(graph.num_nodes()):
-        idx = (dst == v).nonzero().flatten()
-        if len(idx):
-            out = out.index_put((idx,), fn(z[idx].T).T)
-    return out
 
 
 BIG = make_graph([1, 500, 0, 2, 37, 3, 120, 0, 1, 9, 260, 4], seed=2)

@@ -4,30 +4,10 @@ import pytest
 import torch
 from dgl.nn.functional import edge_softmax
 
+from tests.ops.graphs import make_graph
 from zoo.ops import ZooOpError, edge_qsoftmax
 
 H = 3
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny graphs: one thread, so that OpenMP waits cannot dominate on a loaded machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def make_graph(degrees, seed=0):
-    """Node v gets degrees[v] incoming edges (shuffled), with self-loops and multi-edges."""
-    gen = torch.Generator().manual_seed(seed)
-    n = len(degrees)
-    dst = torch.repeat_interleave(torch.arange(n), torch.tensor(degrees))
-    src = torch.randint(0, n, (len(dst),), generator=gen)
-    src[::5] = dst[::5]  # self-loops
-    src[1::7] = src[0:-1:7][: len(src[1::7])]  # repeated pairs where dst repeats: multi-edges
-    perm = torch.randperm(len(dst), generator=gen)
-    return dgl.graph((src[perm], dst[perm]), num_nodes=n)
 
 
 def reference(graph, z, q):
