@@ -86,7 +86,8 @@ def run_epochs(
                 if key != "epoch":
                     writer.add_scalar(key.replace("_", "/", 1), value, row["epoch"])
             bar.update(1)
-            bar.set_postfix({key: f"{value:.4g}" for key, value in row.items() if key in ("train_loss", monitor)})
+            bar.set_postfix({key: f"{value:.4g}" for key, value in row.items()
+                             if key in ("train_loss", monitor) or key.startswith("val_") and not key.endswith("loss")})
             if on_epoch_end is not None:
                 on_epoch_end(row["epoch"], row)
     finally:
