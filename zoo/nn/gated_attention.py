@@ -33,6 +33,7 @@ import math
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 GATES = ("none", "output", "value", "logit")
 
@@ -126,16 +127,26 @@ class GatedMultiheadAttention(nn.Module):
         self.last_attn = self.last_mask = self.last_gate = None
         self.last_heads = self.last_heads_ungated = None  # per-head outputs [B, H, L, d_k], after / before G1
 
-    def _gate_values(self, x: torch.Tensor) -> torch.Tensor:
-        """``[B, L, D]`` -> gate ``[B, L, H, G]``."""
-        z = self.gate_proj(x).unflatten(-1, (-1, self.gate_width))
-        return GATE_ACTIVATIONS[self.gate_activation](z).expand(-1, -1, self.heads, -1)
+    def _project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``[B, L, D]`` -> (q, k, v, each ``[B, H, L, d_k]``), gate ``[B, L, H, G]`` or None.
+
+        The gate's projection runs in the same matmul as Q, K, V (one kernel instead of two).
+        """
+        if self.gate_proj is None:
+            qkv, gate = self.in_proj(x), None
+        else:
+            weight = torch.cat([self.in_proj.weight, self.gate_proj.weight])
+            bias = torch.cat([self.in_proj.bias, self.gate_proj.bias])
+            qkv, z = F.linear(x, weight, bias).split([3 * self.dim, self.gate_proj.out_features], -1)
+            z = GATE_ACTIVATIONS[self.gate_activation](z.unflatten(-1, (-1, self.gate_width)))
+            gate = z.expand(-1, -1, self.heads, -1)
+        q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(1, 2) for t in qkv.chunk(3, -1))
+        return (q, k, v), gate
 
     def _attend(self, x: torch.Tensor, mask: torch.Tensor):
         """Dense attention: ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` -> (out, weights, gate)."""
         batch, length, _ = x.shape
-        q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(1, 2) for t in self.in_proj(x).chunk(3, -1))
-        gate = self._gate_values(x) if self.gate_proj is not None else None  # [B, L, H, G]
+        (q, k, v), gate = self._project(x)  # gate [B, L, H, G]
 
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # [B, H, L, L]
         if self.gate == "logit":
