@@ -62,3 +62,11 @@ def test_parse_seeds():
     assert parse_seeds("1,4-5") == [1, 4, 5]
     assert parse_seeds(7) == [7]
     assert parse_seeds([2, 1]) == [2, 1]
+
+
+def test_epoch_cap_compresses_the_warm_up():
+    full = load_recipe(RECIPES / "zinc_siggate.yaml")
+    short = load_recipe(RECIPES / "zinc_siggate.yaml", epochs=200)
+    assert (full.optim.epochs, full.optim.warmup_epochs) == (2000, 50)
+    assert (short.optim.epochs, short.optim.warmup_epochs) == (200, 5)  # 50 * 200 / 2000
+    assert load_recipe(RECIPES / "zinc_siggate.yaml", epochs=10).optim.warmup_epochs == 0

@@ -83,6 +83,10 @@ SCHEDULERS = ("none", "cosine")
 def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: int | None = None) -> Recipe:
     """Read a YAML recipe, apply ``a.b=value`` overrides and an epoch cap, and validate it.
 
+    An epoch cap shorter than the recipe's schedule shrinks the learning-rate warm-up
+    (``optim.warmup_epochs``) in proportion, so a short run is the same schedule compressed,
+    not one stuck in warm-up.
+
     >>> r = load_recipe("recipes/cora_gat.yaml", ["model.heads=4"])  # doctest: +SKIP
     """
     path = Path(path)
@@ -98,7 +102,11 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: in
     for item in overrides or []:
         apply_override(raw, item)
     if epochs is not None:
-        raw.setdefault("optim", {})["epochs"] = epochs
+        optim = raw.setdefault("optim", {})
+        full = optim.get("epochs", OptimConfig.epochs)
+        if isinstance(full, int) and 0 < epochs < full and isinstance(optim.get("warmup_epochs"), int):
+            optim["warmup_epochs"] = round(optim["warmup_epochs"] * epochs / full)
+        optim["epochs"] = epochs
     return build_recipe(raw)
 
 
