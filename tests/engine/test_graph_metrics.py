@@ -52,8 +52,8 @@ def test_undefined_metrics_raise():
         mae(torch.zeros(3, 2), torch.zeros(3))
     with pytest.raises(ValueError, match="all are NaN"):
         mae([float("nan")], [1.0])
-    with pytest.raises(ValueError, match="unknown graph metric 'rmse'"):
-        graph_metric("rmse", [0.0], [0.0])
+    with pytest.raises(ValueError, match="unknown graph metric 'rsme'"):
+        graph_metric("rsme", [0.0], [0.0])
 
 
 def test_mae_ignores_nan_targets():
@@ -61,4 +61,24 @@ def test_mae_ignores_nan_targets():
     pred = torch.tensor([[2.0, 100.0], [3.0, 2.0]])
     assert mae(y, pred) == pytest.approx(1.0)
     assert graph_metric("mae", y, pred) == mae(y, pred)
-    assert METRIC_MODES == {"mae": "min", "roc_auc": "max", "ap": "max"}
+    assert METRIC_MODES == {"mae": "min", "rmse": "min", "r2": "max", "roc_auc": "max", "ap": "max"}
+
+
+def test_rmse_and_r2_match_sklearn_on_labelled_entries():
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    gen = np.random.default_rng(3)
+    truth, pred = gen.normal(size=(40, 2)), gen.normal(size=(40, 2))
+    truth[[1, 7, 20], 0] = np.nan
+    keep0, keep1 = ~np.isnan(truth[:, 0]), ~np.isnan(truth[:, 1])
+    squared = np.concatenate([(truth[keep0, 0] - pred[keep0, 0]) ** 2, (truth[keep1, 1] - pred[keep1, 1]) ** 2])
+    assert graph_metric("rmse", truth, pred) == pytest.approx(np.sqrt(squared.mean()), abs=1e-12)
+    assert graph_metric("rmse", truth[keep0, 0], pred[keep0, 0]) == pytest.approx(
+        np.sqrt(mean_squared_error(truth[keep0, 0], pred[keep0, 0])), abs=1e-12)
+    expected = np.mean([r2_score(truth[keep0, 0], pred[keep0, 0]), r2_score(truth[:, 1], pred[:, 1])])
+    assert graph_metric("r2", truth, pred) == pytest.approx(expected, abs=1e-12)
+
+
+def test_r2_without_variance_is_an_error():
+    with pytest.raises(ValueError, match="R2 needs"):
+        graph_metric("r2", [1.0, 1.0, 1.0], [0.0, 1.0, 2.0])

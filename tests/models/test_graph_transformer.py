@@ -122,3 +122,18 @@ def test_registry_round_trip(molecules):
     clone.load_state_dict(model.state_dict())
     g = dgl.batch(molecules)
     assert model(g).shape == (3, 3) and torch.equal(clone(g), model(g))
+
+
+def test_reset_head_changes_only_the_output_layer():
+    from zoo.models.benchmark import random_molecules
+
+    model = create_model("siggate_gt", num_outputs=1, dim=32, heads=4, layers=2, pe="rwse", rwse_k=20).eval()
+    batch = random_molecules(3)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    model.reset_head(4)
+    assert model(batch).shape == (3, 4)
+    after = model.state_dict()
+    changed = {k for k in after if k not in before or after[k].shape != before[k].shape or not torch.equal(after[k], before[k])}
+    assert changed <= {"head.2.weight", "head.2.bias"} and "head.2.weight" in changed
+    with pytest.raises(ValueError, match="num_outputs"):
+        model.reset_head(0)

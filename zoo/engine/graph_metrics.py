@@ -1,4 +1,4 @@
-"""Graph-level metrics: MAE, and ROC-AUC / average precision with the OGB Evaluator's semantics.
+"""Graph-level metrics: MAE, RMSE, R2, and ROC-AUC / average precision with the OGB Evaluator's semantics.
 
 Inputs are ``[n]`` or ``[n, T]`` tensors or arrays. Missing labels are NaN and are ignored.
 ROC-AUC and AP are computed per task (column) on the labelled rows, tasks whose labelled rows
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
-METRIC_MODES = {"mae": "min", "roc_auc": "max", "ap": "max"}
+METRIC_MODES = {"mae": "min", "rmse": "min", "r2": "max", "roc_auc": "max", "ap": "max"}
 """Whether a larger value of each metric is better (``max``) or worse (``min``)."""
 
 
@@ -31,6 +31,38 @@ def mae(y_true, y_pred) -> float:
     return float(np.abs(y_pred[labelled] - y_true[labelled]).mean())
 
 
+def rmse(y_true, y_pred) -> float:
+    """Root mean squared error over all labelled (non-NaN) entries.
+
+    >>> rmse([0.0, 0.0], [3.0, 4.0])  # sqrt((9 + 16) / 2)
+    3.5355339059327378
+    """
+    y_true, y_pred = _pair(y_true, y_pred)
+    labelled = ~np.isnan(y_true)
+    if not labelled.any():
+        raise ValueError("RMSE needs at least one non-NaN target; all are NaN")
+    return float(np.sqrt(((y_pred[labelled] - y_true[labelled]) ** 2).mean()))
+
+
+def r2(y_true, y_pred) -> float:
+    """Coefficient of determination 1 - SS_res / SS_tot per task on its labelled rows, mean over tasks.
+
+    >>> r2([1.0, 2.0, 3.0], [1.0, 2.0, 4.0])  # 1 - 1 / 2
+    0.5
+    """
+    y_true, y_pred = _pair(y_true, y_pred)
+    scores = []
+    for t in range(y_true.shape[1]):
+        labelled = ~np.isnan(y_true[:, t])
+        truth, pred = y_true[labelled, t], y_pred[labelled, t]
+        total = ((truth - truth.mean()) ** 2).sum()
+        if labelled.sum() >= 2 and total > 0:
+            scores.append(1.0 - ((truth - pred) ** 2).sum() / total)
+    if not scores:
+        raise ValueError("R2 needs a task with at least two labelled rows that are not all equal")
+    return float(np.mean(scores))
+
+
 def roc_auc(y_true, y_score) -> float:
     """Mean over tasks of the ROC-AUC (ties count one half), OGB semantics (module doc)."""
     return _per_task_mean(y_true, y_score, _binary_roc_auc, "ROC-AUC")
@@ -41,11 +73,11 @@ def average_precision(y_true, y_score) -> float:
     return _per_task_mean(y_true, y_score, _binary_ap, "AP")
 
 
-_METRICS = {"mae": mae, "roc_auc": roc_auc, "ap": average_precision}
+_METRICS = {"mae": mae, "rmse": rmse, "r2": r2, "roc_auc": roc_auc, "ap": average_precision}
 
 
 def graph_metric(name: str, y_true, y_pred) -> float:
-    """Compute the metric a dataset card names (``mae``, ``roc_auc`` or ``ap``).
+    """Compute a metric by name: ``mae``, ``rmse``, ``r2``, ``roc_auc`` or ``ap``.
 
     >>> graph_metric("mae", [0.0, 1.0], [1.0, 1.0])
     0.5

@@ -48,8 +48,14 @@ def build_graph_model(recipe: Recipe, num_outputs: int):
 
 
 def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, progress: bool = True,
-                      on_epoch_end: Callable[[int, dict], None] | None = None) -> dict:
+                      on_epoch_end: Callable[[int, dict], None] | None = None, model=None,
+                      extra_metrics: tuple[str, ...] = ()) -> dict:
     """Train ``recipe``'s model on ``data`` (a :class:`zoo.data.GraphData`) for one seed.
+
+    ``model``: start from this module (e.g. pretrained weights with a new head) instead of a
+    fresh one built from the recipe; parameters with ``requires_grad=False`` stay frozen.
+    ``extra_metrics``: more :func:`zoo.engine.graph_metrics.graph_metric` names reported per
+    split in ``final`` (model selection still uses the card's metric).
 
     The epoch with the best validation metric (the card's: MAE down, ROC-AUC / AP up) gives the
     final metrics; ``optim.patience`` epochs without improvement stop early. Writes ``best.pt``,
@@ -58,13 +64,14 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     seed_everything(seed)
-    model = build_graph_model(recipe, data.num_tasks)
+    if model is None:
+        model = build_graph_model(recipe, data.num_tasks)
     if hasattr(model, "pe_spec"):
         data.add_positional_encodings(model.pe_spec(), progress=progress)
     loaders = make_dataloaders(data, recipe.optim.batch_size, seed=seed)
     optim = recipe.optim
     kind = torch.optim.AdamW if optim.optimizer == "adamw" else torch.optim.Adam
-    optimizer = kind(model.parameters(), lr=optim.lr, weight_decay=optim.weight_decay)
+    optimizer = kind([p for p in model.parameters() if p.requires_grad], lr=optim.lr, weight_decay=optim.weight_decay)
     schedulers = [torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine_with_warmup(optim))] \
         if optim.scheduler == "cosine" else []
     metric = data.metric
@@ -101,7 +108,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     final = {}
     for split, loader in loaders.items():
         output, target = predict(model, loader)
-        final[split] = {metric: graph_metric(metric, target, output), "loss": float(masked_loss(output, target, data.task))}
+        final[split] = {name: graph_metric(name, target, output) for name in dict.fromkeys((metric, *extra_metrics))}
+        final[split]["loss"] = float(masked_loss(output, target, data.task))
     diagnostics = _gate_diagnostics(model, loaders["val"], run_dir)
     metrics = {
         "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric,

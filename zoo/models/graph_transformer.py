@@ -114,6 +114,13 @@ class GraphTransformer(nn.Module):
         return {**({"lap_k": self.lap_k} if "lap" in parts else {}),
                 **({"rwse_k": self.rwse_k} if "rwse" in parts else {})}
 
+    def reset_head(self, num_outputs: int) -> None:
+        """Replace the last Linear of the head by a fresh one with ``num_outputs`` outputs (fine-tuning)."""
+        if num_outputs < 1:
+            raise ValueError(f"num_outputs must be >= 1, got {num_outputs}")
+        last = self.head[-1]
+        self.head[-1] = nn.Linear(last.in_features, num_outputs).to(last.weight.device, last.weight.dtype)
+
     def gate_modules(self) -> list[GatedMultiheadAttention]:
         """The global attention module of every layer, input first (set ``.record = True`` to
         keep their last attention weights and gates)."""
