@@ -137,3 +137,22 @@ def test_reset_head_changes_only_the_output_layer():
     assert changed <= {"head.2.weight", "head.2.bias"} and "head.2.weight" in changed
     with pytest.raises(ValueError, match="num_outputs"):
         model.reset_head(0)
+
+
+def test_ffn_dim_widens_the_ffn_by_hand_count():
+    small = {**SMALL, "pe": "rwse"}  # per layer the FFN is Linear(32, W) + Linear(W, 32)
+    wider = count(gate="none", ffn_dim=70, **small) - count(gate="none", **small)
+    assert wider == SMALL["layers"] * (70 - 64) * (32 + 1 + 32)
+    with pytest.raises(ValueError, match="ffn_dim"):
+        GraphTransformer(ffn_dim=-1, **small)
+
+
+def test_ffn_matched_recipe_has_the_gated_parameter_count():
+    from zoo.engine.recipe import load_recipe
+
+    def params(name):
+        options = {k: v for k, v in load_recipe(f"recipes/{name}.yaml").model.items() if k != "name"}
+        return sum(p.numel() for p in create_model("siggate_gt", num_outputs=1, **options).parameters())
+
+    gated, matched = params("zinc_siggate"), params("zinc_gps_ffn_matched")
+    assert abs(gated - matched) <= 10 * (2 * 64 + 1) and matched < 500_000  # within one FFN unit per layer

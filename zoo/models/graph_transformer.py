@@ -54,7 +54,8 @@ class GraphTransformer(nn.Module):
     embedding takes the rest of ``dim``. ``lap_encoder`` is ``"signnet"`` (reads ``lap_eigvec``)
     or ``"deepset"`` (``lap_eigvec`` and ``lap_eigval``). ``atom_types``/``bond_types`` > 0
     switch from the OGB encoders to type dictionaries (canonical ZINC: 28 and 4). ``ffn_ratio``
-    is an integer, as :class:`GPSLayer` takes it. The head has ``head_layers`` Linear layers,
+    is an integer, as :class:`GPSLayer` takes it; ``ffn_dim`` > 0 sets the FFN width directly
+    (e.g. to match a gated model's parameter count). The head has ``head_layers`` Linear layers,
     ``dim`` wide with ReLU between them.
 
     >>> model = create_model("siggate_gt", num_outputs=1, atom_types=28, bond_types=4)  # doctest: +SKIP
@@ -67,7 +68,8 @@ class GraphTransformer(nn.Module):
                  gate_activation: str = "sigmoid", gate_bias_init: float = 0.5, dropout: float = 0.0,
                  attn_dropout: float = 0.5, norm: str = "batch", pool: str = "mean", pe: str = "lap+rwse",
                  lap_k: int = 8, lap_encoder: str = "signnet", dim_pe: int = 16, rwse_k: int = 20,
-                 atom_types: int = 0, bond_types: int = 0, ffn_ratio: int = 2, head_layers: int = 2):
+                 atom_types: int = 0, bond_types: int = 0, ffn_ratio: int = 2, head_layers: int = 2,
+                 ffn_dim: int = 0):
         super().__init__()
         parts = _parse_pe(pe)
         if lap_encoder not in LAP_ENCODERS:
@@ -95,7 +97,7 @@ class GraphTransformer(nn.Module):
         self.blocks = nn.ModuleList(
             GPSLayer(dim, heads, local=local, gate=gate, gate_per_head=gate_per_head,
                      gate_activation=gate_activation, gate_bias_init=gate_bias_init, dropout=dropout,
-                     attn_dropout=attn_dropout, norm=norm, ffn_ratio=ffn_ratio)
+                     attn_dropout=attn_dropout, norm=norm, ffn_ratio=ffn_ratio, ffn_dim=ffn_dim)
             for _ in range(layers)
         )
         self.pool = POOLS[pool]()

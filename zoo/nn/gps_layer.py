@@ -5,7 +5,7 @@ Parallel form, as GraphGPS's ``GPSLayer``::
     h_local  = norm(h + dropout(Local(g, h, e)))     # absent for local="none"
     h_global = norm(h + dropout(Global(g, h)))
     h'       = h_local + h_global
-    out      = norm(h' + FFN(h')),  FFN = Linear(D, r D) -> ReLU -> dropout -> Linear(r D, D) -> dropout
+    out      = norm(h' + FFN(h')),  FFN = Linear(D, W) -> ReLU -> dropout -> Linear(W, D) -> dropout, W = ffn_dim or r D
 
 Local branches:
 
@@ -64,6 +64,7 @@ class GPSLayer(nn.Module):
         attn_dropout: float = 0.0,
         norm: str = "batch",
         ffn_ratio: int = 2,
+        ffn_dim: int = 0,
     ):
         super().__init__()
         if local not in LOCALS:
@@ -72,6 +73,9 @@ class GPSLayer(nn.Module):
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         if not isinstance(ffn_ratio, int) or ffn_ratio < 1:
             raise ValueError(f"ffn_ratio must be a positive integer, got {ffn_ratio!r}")
+        if not isinstance(ffn_dim, int) or ffn_dim < 0:
+            raise ValueError(f"ffn_dim must be 0 (use ffn_ratio * dim) or a positive width, got {ffn_dim!r}")
+        hidden = ffn_dim or ffn_ratio * dim
         self.dim, self.local_type = dim, local
         self.attn = GatedMultiheadAttention(
             dim, heads, gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
@@ -89,8 +93,8 @@ class GPSLayer(nn.Module):
         self.norm_local = make_norm() if self.local is not None else None
         self.norm_attn = make_norm()
         self.ffn = nn.Sequential(
-            nn.Linear(dim, ffn_ratio * dim), nn.ReLU(), nn.Dropout(dropout),
-            nn.Linear(ffn_ratio * dim, dim), nn.Dropout(dropout),
+            nn.Linear(dim, hidden), nn.ReLU(), nn.Dropout(dropout),
+            nn.Linear(hidden, dim), nn.Dropout(dropout),
         )
         self.norm_ffn = make_norm()
         self.dropout = nn.Dropout(dropout)
