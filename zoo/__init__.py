@@ -1,2 +1,22 @@
-"""zoo: a DGL model zoo for sparse and gated graph attention."""
+"""zoo: a DGL model zoo for sparse and gated graph attention.
+
+>>> import zoo
+>>> model = zoo.create_model("siggate_gt", num_outputs=1, dim=16, heads=2, layers=1)  # doctest: +SKIP
+>>> zoo.list_models(pretrained=True)                     # shipped checkpoints  # doctest: +SKIP
+>>> model = zoo.load_pretrained("zinc_siggate")          # eval mode, card in model.card  # doctest: +SKIP
+>>> zoo.save_pretrained(model, model.card, "my_model.pt")  # doctest: +SKIP
+
+The functions are imported on first use, so ``import zoo`` itself stays light.
+"""
+import importlib
+
 __version__ = "0.1.0"
+__all__ = ["create_model", "list_models", "load_pretrained", "save_pretrained"]
+_HOMES = {"create_model": "zoo.models", "list_models": "zoo.models",
+          "load_pretrained": "zoo.pretrained", "save_pretrained": "zoo.pretrained"}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")

@@ -54,7 +54,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
         write_json(environment(), seed_dir / "environment.json")
         metrics = train(recipe, data, seed, seed_dir, progress=progress)
         main = metrics["main_metric"]
-        print(f"seed {seed} (split {metrics['split']}): best epoch {metrics['best_epoch']}, "
+        print(f"seed {seed} (split {metrics['split']}, {metrics['num_parameters']:,} parameters): best epoch {metrics['best_epoch']}, "
               f"val {main} {metrics['final']['val'][main]:.4f}, test {main} {metrics['final']['test'][main]:.4f}")
         runs.append(metrics)
     summary = {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],

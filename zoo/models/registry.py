@@ -29,8 +29,13 @@ def register_model(name: str):
     return decorate
 
 
-def list_models() -> list[str]:
-    """Names of all registered architectures, sorted."""
+def list_models(pretrained: bool = False) -> list[str]:
+    """Names of all registered architectures, sorted; with ``pretrained=True`` the names of the
+    shipped pretrained checkpoints instead (what :func:`zoo.load_pretrained` accepts)."""
+    if pretrained:
+        from zoo.pretrained import pretrained_names  # lazily: zoo.pretrained imports this module
+
+        return pretrained_names()
     return sorted(_MODELS)
 
 
