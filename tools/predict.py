@@ -1,0 +1,93 @@
+"""Predict with a checkpoint on a CSV of SMILES.
+
+    python tools/predict.py --model runs/finetune/seed0/model.pt --data new.csv --out preds.csv
+    python tools/predict.py --model zinc_siggate --data new.csv --smiles-col SMILES --out preds.csv --strict
+
+Writes the input columns plus one pred_<target> column per target of the model card (pred_0, ...
+when the card names none): values in target units for regression, probabilities for
+classification. Rows with invalid SMILES keep empty predictions and are listed on stderr.
+
+Exit codes: 0 done, 1 data error (unreadable CSV; with --strict, an invalid SMILES),
+2 bad arguments (unknown checkpoint, missing column).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zoo.data import DatasetError  # noqa: E402
+from zoo.data.molecules import BadSmiles, InvalidSmilesError, format_report, smiles_problem  # noqa: E402
+from zoo.pretrained import PretrainedError  # noqa: E402
+from zoo.transfer import TransferError, predict  # noqa: E402
+
+
+def read_table(path: Path, smiles_col: str) -> tuple[list[str], list[tuple[int, list[str]]], int]:
+    """Header, ``(file line, cells)`` of each non-blank row, and the SMILES column's index."""
+    if not path.is_file():
+        raise DatasetError(f"CSV file {path} does not exist.")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        header = [cell.strip() for cell in next(reader, [])]
+        records = [(reader.line_num, cells) for cells in reader if any(cell.strip() for cell in cells)]
+    if not header:
+        raise DatasetError(f"{path} is empty; expected a header row with column names.")
+    if smiles_col not in header:
+        raise TransferError(f"{path}: column {smiles_col!r} not found. Columns in the file: {header}. "
+                            "Pass the SMILES column with --smiles-col exactly as in the header.")
+    return header, [(line, cells + [""] * (len(header) - len(cells))) for line, cells in records], \
+        header.index(smiles_col)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="a pretrained checkpoint name or .pt path")
+    parser.add_argument("--data", required=True, help="CSV with a SMILES column")
+    parser.add_argument("--smiles-col", default="smiles", help="SMILES column (default: smiles)")
+    parser.add_argument("--out", required=True, help="output CSV")
+    parser.add_argument("--batch-size", type=int, default=128, help="molecules per forward pass (default: 128)")
+    parser.add_argument("--strict", action="store_true", help="invalid SMILES are an error instead of skipped")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    data = Path(args.data)
+    try:
+        header, records, column = read_table(data, args.smiles_col)
+        if not records:
+            raise DatasetError(f"{data} has a header but no data rows.")
+        smiles = [cells[column].strip() for _, cells in records]
+        report = [BadSmiles(row, line, text, why) for row, ((line, _), text) in enumerate(zip(records, smiles))
+                  if (why := smiles_problem(text))]
+        if report and (args.strict or len(report) == len(records)):
+            why = "strict mode" if args.strict else "none is valid"
+            raise InvalidSmilesError(f"{data}: {len(report)} invalid SMILES in column {args.smiles_col!r} ({why}):\n"
+                                     f"{format_report(report)}\nFix or remove these rows"
+                                     + (", or drop --strict to skip them." if args.strict else "."))
+        preds = predict(args.model, smiles, batch_size=args.batch_size, progress=not args.quiet)
+    except (TransferError, PretrainedError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except DatasetError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header + [f"pred_{name}" for name in preds.columns])
+        for (_, cells), values in zip(records, preds.values):
+            writer.writerow(cells + ["" if math.isnan(v) else repr(float(v)) for v in values])
+    if report:
+        print(f"skipped {len(report)} row(s) with invalid SMILES (predictions left empty):\n{format_report(report)}",
+              file=sys.stderr)
+    print(f"wrote {len(records)} row(s) with {', '.join(f'pred_{name}' for name in preds.columns)} to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""Fine-tune a pretrained zoo checkpoint on a CSV of SMILES and targets, over seeds.
+
+Each seed starts from the pretrained weights with a fresh head (or, ``from_scratch``, from a
+freshly initialised model of the same architecture), trains with the checkpoint's recipe
+(epochs, lr and batch size overridable), keeps the best validation epoch and writes
+``<out>/seed<k>/`` (the trainer's files plus ``model.pt``, a zoo checkpoint with its card);
+``<out>/metrics.json`` holds every seed and the mean and sd of each metric.
+
+>>> summary = finetune("zinc_siggate", "my.csv", target_cols=["logS"], epochs=30, seeds=[0, 1, 2])  # doctest: +SKIP
+>>> summary["summary"]["test"]["rmse"]["mean"]  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from zoo.analysis import summarize_seeds
+from zoo.data import DatasetError, load_csv_dataset
+from zoo.data.molecules import _column_indices, _read_rows, format_report
+from zoo.engine.checkpoint import write_json
+from zoo.engine.graph_metrics import graph_metric
+from zoo.engine.graph_trainer import train_graph_model
+from zoo.engine.recipe import build_recipe, parse_seeds
+from zoo.engine.reproducibility import seed_everything
+from zoo.models import create_model
+from zoo.pretrained import save_pretrained
+from zoo.transfer.prediction import TransferError, resolve_model
+
+TASKS = {
+    "regression": ("graph_regression", "rmse", ("rmse", "mae", "r2")),
+    "classification": ("graph_classification", "roc_auc", ("roc_auc", "ap")),
+}
+"""task -> (graph task, model-selection metric, reported metrics)."""
+
+
+def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence[str] | str | None = None, *,
+             task: str = "regression", split: str = "random", epochs: int = 50, seeds=(0,),
+             freeze_encoder: bool = False, from_scratch: bool = False, lr: float | None = None,
+             batch_size: int | None = None, out: str | Path = "runs/finetune", strict: bool = False,
+             progress: bool = True) -> dict:
+    """Fine-tune ``pretrained`` (name, path, or a loaded model with ``.card``) on the CSV ``data``.
+
+    ``task``: ``"regression"`` (selects on RMSE; reports RMSE, MAE, R2) or ``"classification"``
+    (0/1 labels; selects on ROC-AUC; reports ROC-AUC, AP). Empty target cells are missing labels,
+    ignored by the loss. ``split``: ``"random"`` (seeded per seed) or ``"scaffold"``.
+    ``freeze_encoder``: train the head only (the encoder's weights, BatchNorm statistics and
+    dropout stay frozen). Invalid SMILES are skipped and reported once (``strict=True``: an
+    error). Existing ``<out>/seed<k>/`` folders are replaced. Returns what ``<out>/metrics.json``
+    holds.
+    """
+    if task not in TASKS:
+        raise TransferError(f"task must be one of {list(TASKS)}, got {task!r}")
+    graph_task, metric, reported = TASKS[task]
+    if not target_cols:
+        raise TransferError("target_cols is missing: name the CSV column(s) to predict, e.g. target_cols=['pIC50']")
+    target_cols = [target_cols] if isinstance(target_cols, str) else list(target_cols)
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise TransferError(f"epochs must be an int >= 1, got {epochs!r}")
+    if lr is not None and not lr > 0:
+        raise TransferError(f"lr must be > 0, got {lr!r}")
+    if split not in ("random", "scaffold"):
+        raise TransferError(f"split must be 'random' or 'scaffold', got {split!r}")
+    seeds = list(dict.fromkeys(parse_seeds(seeds if isinstance(seeds, (int, str)) else list(seeds))))
+    path = Path(data)
+    _check_columns(path, smiles_col, target_cols)
+    parent = resolve_model(pretrained)
+    if not (callable(getattr(parent, "reset_head", None)) and hasattr(parent, "head")):
+        raise TransferError(f"architecture {parent.card.get('architecture')!r} has no .head and reset_head(); "
+                            "fine-tuning needs a graph model with a replaceable head such as siggate_gt")
+    pe = parent.pe_spec() if hasattr(parent, "pe_spec") else None
+    origin = "from scratch" if from_scratch else _parent_record(pretrained, parent.card)
+    recipe = _recipe(parent.card, path, graph_task, epochs, seeds, lr, batch_size)
+    options = {"smiles_col": smiles_col, "target_cols": target_cols, "task": task, "split": split, "epochs": epochs,
+               "seeds": seeds, "freeze_encoder": freeze_encoder, "from_scratch": from_scratch, "lr": lr,
+               "batch_size": batch_size, "out": os.fspath(out), "strict": strict}
+    source = os.fspath(pretrained) if isinstance(pretrained, (str, os.PathLike)) else "<loaded model>"
+    command = (f"zoo.transfer.finetune({source!r}, {os.fspath(data)!r}, "
+               + ", ".join(f"{key}={value!r}" for key, value in options.items()) + ")")
+    out = Path(out)
+    runs = []
+    for seed in seeds:
+        dataset = load_csv_dataset(path, smiles_col, target_cols, task=graph_task, metric=metric, split=split,
+                                   seed=seed, strict=strict, pe=pe, progress=progress)
+        if not runs:
+            if dataset.report:
+                print(f"{path}: skipped {len(dataset.report)} row(s) with invalid SMILES:\n"
+                      f"{format_report(dataset.report)}")
+            if graph_task == "graph_classification":
+                _check_binary(dataset, target_cols)
+        _check_split(dataset, reported, split)
+        model = _start_model(parent, len(target_cols), seed, from_scratch, freeze_encoder)
+        seed_dir = out / f"seed{seed}"
+        if seed_dir.exists():
+            shutil.rmtree(seed_dir)
+        metrics = train_graph_model(recipe, dataset, seed, seed_dir, progress=progress, model=model,
+                                    extra_metrics=reported)
+        card = _card(parent.card, recipe, dataset, split, seed, target_cols, metrics, origin, freeze_encoder,
+                     command)
+        save_pretrained(model, card, seed_dir / "model.pt")
+        if progress:
+            print(f"seed {seed}: best epoch {metrics['best_epoch']}, val {metric} "
+                  f"{metrics['final']['val'][metric]:.4f}, test {metric} {metrics['final']['test'][metric]:.4f}")
+        runs.append(metrics)
+    summary = {
+        "pretrained": origin, "data": str(path), "smiles_column": smiles_col, "target_columns": target_cols,
+        "task": task, "metric": metric, "metrics": list(reported), "split": split, "epochs": epochs,
+        "freeze_encoder": freeze_encoder, "from_scratch": from_scratch, "seeds": seeds,
+        "per_seed": {str(seed): {"best_epoch": run["best_epoch"], "val": run["final"]["val"],
+                                 "test": run["final"]["test"]} for seed, run in zip(seeds, runs)},
+        "summary": summarize_seeds(runs),
+    }
+    write_json(summary, out / "metrics.json")
+    return summary
+
+
+def _check_columns(path: Path, smiles_col: str, target_cols: list[str]) -> None:
+    """A missing column is a :class:`TransferError` listing the file's columns (before featurizing)."""
+    header, _ = _read_rows(path, 0)
+    try:
+        _column_indices(path, header, [smiles_col, *target_cols])
+    except DatasetError as err:
+        raise TransferError(str(err)) from None
+
+
+def _check_binary(dataset, target_cols: list[str]) -> None:
+    """Classification labels must be 0, 1 or missing; name the first column and value that is not."""
+    targets = dataset.targets.numpy()
+    for t, column in enumerate(target_cols):
+        values = targets[:, t]
+        bad = values[~np.isnan(values) & ~np.isin(values, (0.0, 1.0))]
+        if len(bad):
+            raise TransferError(
+                f"classification needs 0/1 labels (empty = missing), but column {column!r} holds {bad[0]:g} "
+                f"({len(bad)} such value(s)); use task='regression' for continuous targets, or recode the labels."
+            )
+
+
+def _check_split(dataset, reported: tuple[str, ...], split: str) -> None:
+    """Every reported metric must be computable on each split, or training would fail at its end."""
+    for part in ("train", "val", "test"):
+        targets = dataset.targets[dataset.split[part]]
+        for name in reported:
+            try:
+                graph_metric(name, targets, torch.zeros_like(targets))
+            except ValueError as err:
+                hint = " or split='random'" if split == "scaffold" else ""
+                raise DatasetError(
+                    f"the {part} split has {len(targets)} of {len(dataset)} usable molecule(s) "
+                    f"(sizes {dataset.sizes}) and cannot give {name}: {err}. Use a larger CSV{hint}."
+                ) from None
+
+
+def _start_model(parent, num_outputs: int, seed: int, from_scratch: bool, freeze_encoder: bool):
+    """A copy of ``parent`` with a fresh seeded head, or a fresh seeded model of its architecture."""
+    seed_everything(seed)
+    if from_scratch:
+        card = parent.card
+        model = create_model(card["architecture"], **{**card["model_args"], "num_outputs": num_outputs})
+    else:
+        model = copy.deepcopy(parent)
+        model.reset_head(num_outputs)
+    if freeze_encoder:
+        _freeze_encoder(model)
+    return model
+
+
+def _freeze_encoder(model) -> None:
+    """Only ``model.head`` trains; every other submodule has frozen parameters and stays in eval mode."""
+    for name, param in model.named_parameters():
+        param.requires_grad = name.startswith("head.")
+    encoder = [child for child in model.children() if child is not model.head]
+    module_train = type(model).train
+
+    def train(mode: bool = True):
+        module_train(model, mode)
+        for child in encoder:
+            child.train(False)
+        return model
+
+    model.train = train
+
+
+def _recipe(card: dict, path: Path, graph_task: str, epochs: int, seeds: list[int], lr, batch_size):
+    """The checkpoint's recipe retargeted to the CSV: epochs (warm-up scaled), patience = epochs."""
+    raw = copy.deepcopy(card.get("recipe") or {})
+    raw.update(dataset=f"csv:{path.stem}", task=graph_task, seeds=seeds, name=f"finetune_{path.stem}",
+               description=f"fine-tuned on {path}",
+               model={"name": card["architecture"],
+                      **{k: v for k, v in card["model_args"].items() if k != "num_outputs"}})
+    optim = raw.setdefault("optim", {})
+    full = optim.get("epochs", epochs)
+    optim["warmup_epochs"] = min(round(optim.get("warmup_epochs", 0) * min(1.0, epochs / full)), epochs - 1)
+    optim.update(epochs=epochs, patience=epochs)
+    if lr is not None:
+        optim["lr"] = lr
+    if batch_size is not None:
+        optim["batch_size"] = batch_size
+    return build_recipe(raw)
+
+
+def _parent_record(pretrained, card: dict) -> dict:
+    """Name, path and weights hash of the checkpoint a fine-tuned model starts from."""
+    path = os.fspath(pretrained) if isinstance(pretrained, (str, os.PathLike)) else None
+    return {"name": card.get("name") or path or card["architecture"], "path": path,
+            "weights_sha256": card.get("weights_sha256")}
+
+
+def _card(parent: dict, recipe, dataset, split: str, seed: int, target_cols: list[str], metrics: dict,
+          origin, freeze_encoder: bool, command: str) -> dict:
+    """The fine-tuned checkpoint's card."""
+    source = dataset.card["source"]
+    return {
+        "name": f"{recipe.name}_seed{seed}",
+        "architecture": parent["architecture"],
+        "model_args": {**parent["model_args"], "num_outputs": len(target_cols)},
+        "recipe": recipe.to_dict(),
+        "task": dataset.task,
+        "metric": dataset.metric,
+        "featurizer": dataset.featurizer,
+        "pe_spec": dataset.pe_spec,
+        "dataset": {"name": dataset.name, "path": str(Path(source["path"]).resolve()), "sha256": source["sha256"],
+                    "smiles_column": source["smiles_column"], "molecules": len(dataset),
+                    "skipped_rows": len(dataset.report)},
+        "split": {"kind": split, "seed": seed, "sizes": dataset.sizes, "source": dataset.split_source},
+        "target_columns": target_cols,
+        "metrics": {part: metrics["final"][part] for part in ("val", "test")},
+        "best_epoch": metrics["best_epoch"],
+        "parent": origin,
+        "freeze_encoder": freeze_encoder,
+        "command": command,
+    }
+

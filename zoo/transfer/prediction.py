@@ -1,0 +1,112 @@
+"""Predict with a zoo checkpoint on new SMILES, featurized and encoded exactly as in training.
+
+>>> preds = predict("my_model.pt", ["CCO", "c1ccccc1", "not a smiles"])  # doctest: +SKIP
+>>> preds.values.shape, preds.columns, [bad.reason for bad in preds.report]  # doctest: +SKIP
+((3, 1), ['logS'], ['RDKit parse failure: syntax error (e.g. unclosed ring or bad token)'])
+"""
+from __future__ import annotations
+
+import os
+from typing import NamedTuple, Sequence
+
+import dgl
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from zoo.data.cards import DatasetError
+from zoo.data.molecules import BadSmiles, InvalidSmilesError, check_featurizer_spec, featurize_smiles, format_report
+from zoo.data.positional import add_positional_encodings
+from zoo.pretrained import load_pretrained
+
+
+class TransferError(ValueError):
+    """Invalid fine-tuning or prediction input; the message names the bad value and the fix."""
+
+
+class Predictions(NamedTuple):
+    """What :func:`predict` returns.
+
+    ``values``: float64 ``[n_input, T]``, one row per input SMILES in input order (NaN rows for
+    skipped ones); regression in target units, classification as probabilities. ``columns``:
+    the T target names (the card's ``target_columns``, else ``"0"``, ``"1"``, ...). ``report``:
+    :class:`~zoo.data.molecules.BadSmiles` of the skipped inputs (``row`` is the 0-based
+    position, ``line`` the 1-based one).
+    """
+
+    values: np.ndarray
+    columns: list
+    report: list
+
+
+def is_classification(card: dict) -> bool:
+    """Whether a model card's task is (binary, multi-label) classification."""
+    return str(card.get("task", "")).endswith("classification")
+
+
+def resolve_model(model) -> torch.nn.Module:
+    """``model`` itself if it carries a ``.card``, else :func:`load_pretrained` of a name or path.
+
+    The card must record a featurizer that matches this code's (:func:`check_featurizer_spec`).
+    """
+    if isinstance(model, (str, os.PathLike)):
+        model = load_pretrained(model)
+    card = getattr(model, "card", None)
+    if not isinstance(card, dict):
+        raise TransferError(
+            f"{type(model).__name__} has no .card dict; pass a model from zoo.pretrained.load_pretrained "
+            "or a checkpoint name / path."
+        )
+    if "featurizer" not in card:
+        raise TransferError(
+            "the model card has no 'featurizer', so SMILES cannot be featurized as in its training; "
+            "use a checkpoint trained on SMILES-featurized molecules (OGB smiles2graph features)."
+        )
+    try:
+        check_featurizer_spec(card["featurizer"])
+    except DatasetError as err:
+        raise TransferError(str(err)) from None
+    return model
+
+
+def predict(model, smiles: Sequence[str] | str, *, batch_size: int = 128, strict: bool = False,
+            progress: bool = True) -> Predictions:
+    """Predictions of ``model`` (a loaded model with ``.card``, or a name / path) for ``smiles``.
+
+    Invalid or empty SMILES are skipped (NaN rows) and listed in ``report``; with ``strict=True``
+    they raise :class:`InvalidSmilesError`, as does an input where none is valid.
+    """
+    model = resolve_model(model)
+    smiles = [smiles] if isinstance(smiles, str) else list(smiles)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise TransferError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if not smiles:
+        raise TransferError("no SMILES to predict: pass a non-empty list of SMILES strings")
+    graphs, kept, problems = featurize_smiles(smiles, progress=progress)
+    report = [BadSmiles(i, i + 1, s, why) for i, s, why in problems]
+    if report and (strict or not graphs):
+        why = "strict mode" if strict else "none of them is valid"
+        raise InvalidSmilesError(
+            f"{len(report)} of {len(smiles)} SMILES cannot be featurized ({why}):\n{format_report(report)}\n"
+            "Fix or remove them" + (", or pass strict=False to skip them." if strict else ".")
+        )
+    if hasattr(model, "pe_spec"):
+        add_positional_encodings(graphs, model.pe_spec(), progress=progress)
+    device = next(model.parameters()).device
+    model.eval()
+    outputs = []
+    with torch.no_grad():
+        for start in tqdm(range(0, len(graphs), batch_size), desc="predicting", disable=not progress, leave=False):
+            outputs.append(model(dgl.batch(graphs[start:start + batch_size]).to(device)).cpu())
+    output = torch.cat(outputs).double()
+    if is_classification(model.card):
+        output = torch.sigmoid(output)
+    columns = [str(c) for c in model.card.get("target_columns") or range(output.shape[1])]
+    if len(columns) != output.shape[1]:
+        raise TransferError(
+            f"the model card lists {len(columns)} target column(s) {columns} but the model has "
+            f"{output.shape[1]} output(s); fix the card's target_columns."
+        )
+    values = np.full((len(smiles), output.shape[1]), np.nan)
+    values[kept] = output.numpy()
+    return Predictions(values, columns, report)
