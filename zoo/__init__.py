@@ -5,15 +5,18 @@
 >>> zoo.list_models(pretrained=True)                     # shipped checkpoints  # doctest: +SKIP
 >>> model = zoo.load_pretrained("zinc_siggate")          # eval mode, card in model.card  # doctest: +SKIP
 >>> zoo.save_pretrained(model, model.card, "my_model.pt")  # doctest: +SKIP
+>>> zoo.predict(model, ["CCO", "c1ccccc1O"]).values      # [2, T] in the target's units  # doctest: +SKIP
+>>> zoo.finetune("zinc_siggate", "my.csv", "smiles", ["logS"], epochs=30, seeds=range(5))  # doctest: +SKIP
 
 The functions are imported on first use, so ``import zoo`` itself stays light.
 """
 import importlib
 
 __version__ = "0.1.0"
-__all__ = ["create_model", "list_models", "load_pretrained", "save_pretrained"]
+__all__ = ["create_model", "finetune", "list_models", "load_pretrained", "predict", "save_pretrained"]
 _HOMES = {"create_model": "zoo.models", "list_models": "zoo.models",
-          "load_pretrained": "zoo.pretrained", "save_pretrained": "zoo.pretrained"}
+          "load_pretrained": "zoo.pretrained", "save_pretrained": "zoo.pretrained",
+          "finetune": "zoo.transfer", "predict": "zoo.transfer"}
 
 
 def __getattr__(name: str):
