@@ -320,3 +320,17 @@ def test_collate_batches_graphs_and_stacks_targets():
     batch, y = collate([(graphs[0], torch.tensor([1.0, 2.0])), (graphs[1], torch.tensor([3.0, float("nan")]))])
     assert batch.batch_size == 2 and batch.num_nodes() == 5 and y.shape == (2, 2)
     assert torch.isnan(y[1, 1])
+
+
+@pytest.mark.parametrize("name, rows, target", [("esol", 1128, "measured log solubility in mols per litre"),
+                                                ("freesolv", 642, "expt")])
+def test_csv_card_file_gives_the_verified_moleculenet_csv(zoo_data, zoo_cache, name, rows, target):
+    card = load_card(name)
+    path = gd.csv_card_file(name, data_root=zoo_data, cache_root=zoo_cache, offline=True)
+    assert sha256_file(path) == card["source"]["files"][path.name]
+    table = pd.read_csv(path)
+    assert len(table) == rows and card["source"]["target_columns"] == [target] and target in table
+    with pytest.raises(DatasetError, match="no file 'x.csv'"):
+        gd.csv_card_file(name, "x.csv", data_root=zoo_data, cache_root=zoo_cache, offline=True)
+    with pytest.raises(DatasetError, match="not a CSV card"):
+        gd.csv_card_file("molpcba", data_root=zoo_data, cache_root=zoo_cache, offline=True)

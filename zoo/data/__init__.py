@@ -10,6 +10,7 @@ from zoo.data.cards import (
 from zoo.data.graph_datasets import (
     GraphData,
     collate,
+    csv_card_file,
     graph_dataset_names,
     load_csv_dataset,
     load_graph_dataset,
@@ -33,7 +34,7 @@ from zoo.data.scaffold import scaffold_split
 __all__ = [
     "FEATURIZER_SPEC", "BadSmiles", "ChecksumMismatchError", "DatasetError", "DatasetNotFoundError", "GraphData",
     "InvalidSmilesError", "NodeData", "PESpec", "SmilesTable", "add_positional_encodings", "check_featurizer_spec",
-    "collate", "graph_dataset_names", "laplacian_pe", "list_cards", "load_card", "load_csv_dataset",
+    "collate", "csv_card_file", "graph_dataset_names", "laplacian_pe", "list_cards", "load_card", "load_csv_dataset",
     "load_graph_dataset", "load_node_dataset", "make_dataloaders", "penalized_logp", "random_walk_se",
     "read_smiles_csv", "register_graph_loader", "scaffold_split", "smiles_to_graph",
 ]

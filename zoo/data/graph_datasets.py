@@ -283,6 +283,26 @@ def load_csv_dataset(
     return data
 
 
+def csv_card_file(name: str, file: str | None = None, *, data_root: str | Path | None = None,
+                  cache_root: str | Path | None = None, offline: bool | None = None) -> Path:
+    """Path to a verified local copy of a CSV card's raw file (the first one unless ``file``).
+
+    Mirrored from ``$ZOO_DATA`` or the cache, else downloaded from the card's URL (unless offline).
+
+    >>> csv_card_file("esol")  # doctest: +SKIP
+    PosixPath('/home/me/.cache/zoo/moleculenet/ESOL/delaney-processed.csv')
+    """
+    card = load_card(name)
+    src = card["source"]
+    if src.get("kind") != "csv":
+        raise DatasetError(f"card {name!r} is not a CSV card (source kind {src.get('kind')!r})")
+    file = file or next(iter(src["files"]))
+    if file not in src["files"]:
+        raise DatasetError(f"card {name!r} has no file {file!r}; its files: {', '.join(src['files'])}")
+    folder = _ensure_csv_folder(card, src, _Roots(*resolve_roots(data_root, cache_root, offline)))
+    return folder / file
+
+
 # ----------------------------------------------------------------------------- card loaders
 
 
