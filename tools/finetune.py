@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("\ninterrupted: rerun the command to start the unfinished seeds again", file=sys.stderr)
+        print("\ninterrupted: finished seeds are in --out; rerunning the command trains every seed again",
+              file=sys.stderr)
         return 130
     origin = summary["pretrained"]
     start = origin["name"] if isinstance(origin, dict) else origin

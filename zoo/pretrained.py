@@ -106,14 +106,6 @@ def pretrained_names(directory=None) -> list[str]:
     return sorted(path.stem for path in Path(directory or PRETRAINED_DIR).glob("*.pt"))
 
 
-def card_from_run(run_dir, name: str, command: str) -> dict:
-    """The model card of a finished graph-level run folder ``runs/<recipe>/<hash>/seed<k>``.
-
-    ``command`` is the command that trained it (recorded for reproduction).
-    """
-    return _export_parts(run_dir, name, command)[0]
-
-
 def export_run(run_dir, name: str, command: str, directory=None) -> Path:
     """Save the best weights of a finished run with their card as ``<directory>/<name>.pt``.
 
@@ -178,7 +170,7 @@ def _resolve(name_or_path, directory) -> Path:
     path = folder / f"{text}.pt"
     if not path.is_file():
         known = pretrained_names(folder)
-        near = difflib.get_close_matches(text, known, n=1, cutoff=0.0)
+        near = difflib.get_close_matches(text, known, n=1)
         hint = f" Did you mean {near[0]!r}?" if near else ""
         raise PretrainedError(f"no pretrained model named {text!r} in {folder}.{hint} "
                               f"Available: {', '.join(known) or 'none'}.")
@@ -224,6 +216,8 @@ def _export_parts(run_dir, name: str, command: str) -> tuple[dict, torch.nn.Modu
     source = (dataset or {}).get("source") or {}
     columns = next((place["target_columns"] for place in (dataset or {}, source, (dataset or {}).get("fallback") or {})
                     if "target_columns" in place), [])
+    if len(columns) != model_args["num_outputs"]:  # a run on other targets than the card's (e.g. a test subset)
+        columns = []
     split = {"split_source": metrics.get("split_source")}
     if dataset and "sizes" in (dataset.get("split") or {}):
         split["sizes"] = dataset["split"]["sizes"]

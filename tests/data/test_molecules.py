@@ -187,3 +187,10 @@ def test_penalized_logp_parts_match_graphium_csv(zoo_data):
         rings = max((len(r) for r in mol.GetRingInfo().AtomRings()), default=0)
         assert penalized_logp(smiles) == pytest.approx(logp - sa - max(0, rings - 6), abs=1e-5)
     assert close >= 299
+
+
+def test_a_csv_that_is_not_utf8_is_a_named_error(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes("smiles,name\nCCO,caf\xe9\n".encode("cp1252"))
+    with pytest.raises(DatasetError, match="cannot be read as a UTF-8 CSV"):
+        read_smiles_csv(path, "smiles", [], progress=False)

@@ -40,3 +40,9 @@ def test_markdown_bolds_the_lowest_mean():
            "finetuned_vs_scratch": {"mean_diff": -0.5, "test": "wilcoxon", "p_value": 0.5}}
     text = tt.format_transfer_table([row])
     assert "| esol | **1.100 ± 0.141** | 1.600 ± 0.141 | 1.200 ± 0.141 | -0.500 (wilcoxon, p = 0.5) |" in text
+
+
+def test_one_seed_is_refused_before_any_training(toy_card, pretrained_path, tmp_path):
+    with pytest.raises(tt.TransferError, match="at least 2 distinct seeds"):
+        tt.transfer_table(str(pretrained_path), ["toy"], seeds=[0, 0], epochs=1, out=tmp_path / "t", progress=False)
+    assert not (tmp_path / "t").exists()

@@ -283,17 +283,21 @@ def _read_rows(path: Path, limit: int | None) -> tuple[list[str], list[tuple[int
     if not path.is_file():
         raise DatasetError(f"CSV file {path} does not exist.")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if not header:
-            raise DatasetError(f"{path} is empty; expected a header row with column names.")
-        records = []
-        for cells in reader:
-            if limit is not None and len(records) >= limit:
-                break
-            if any(cell.strip() for cell in cells):
-                records.append((reader.line_num, cells))
+    try:
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if not header:
+                raise DatasetError(f"{path} is empty; expected a header row with column names.")
+            records = []
+            for cells in reader:
+                if limit is not None and len(records) >= limit:
+                    break
+                if any(cell.strip() for cell in cells):
+                    records.append((reader.line_num, cells))
+    except (UnicodeDecodeError, csv.Error, OSError, EOFError) as err:
+        raise DatasetError(f"{path} cannot be read as a UTF-8 CSV{' (gzip)' if path.suffix == '.gz' else ''}: "
+                           f"{err}. Save it as UTF-8 CSV (e.g. 'CSV UTF-8' in Excel).") from None
     return [h.strip() for h in header], records
 
 

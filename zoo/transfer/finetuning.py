@@ -64,6 +64,9 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
         raise TransferError(f"epochs must be an int >= 1, got {epochs!r}")
     if lr is not None and not lr > 0:
         raise TransferError(f"lr must be > 0, got {lr!r}")
+    if from_scratch and freeze_encoder:
+        raise TransferError("from_scratch=True with freeze_encoder=True would train a head on a random, frozen "
+                            "encoder; drop one of them")
     if split not in ("random", "scaffold"):
         raise TransferError(f"split must be 'random' or 'scaffold', got {split!r}")
     seeds = list(dict.fromkeys(parse_seeds(seeds if isinstance(seeds, (int, str)) else list(seeds))))
@@ -83,17 +86,18 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
     command = (f"zoo.transfer.finetune({source!r}, {os.fspath(data)!r}, "
                + ", ".join(f"{key}={value!r}" for key, value in options.items()) + ")")
     out = Path(out)
+    datasets = {}
+    for seed in seeds:  # every seed's split is checked before any training starts
+        datasets[seed] = load_csv_dataset(path, smiles_col, target_cols, task=graph_task, metric=metric,
+                                          split=split, seed=seed, strict=strict, pe=pe, progress=progress)
+        if graph_task == "graph_classification":
+            _check_binary(datasets[seed], target_cols)
+        _check_split(datasets[seed], reported, split)
+    first = datasets[seeds[0]]
+    if first.report:
+        print(f"{path}: skipped {len(first.report)} row(s) with invalid SMILES:\n{format_report(first.report)}")
     runs = []
-    for seed in seeds:
-        dataset = load_csv_dataset(path, smiles_col, target_cols, task=graph_task, metric=metric, split=split,
-                                   seed=seed, strict=strict, pe=pe, progress=progress)
-        if not runs:
-            if dataset.report:
-                print(f"{path}: skipped {len(dataset.report)} row(s) with invalid SMILES:\n"
-                      f"{format_report(dataset.report)}")
-            if graph_task == "graph_classification":
-                _check_binary(dataset, target_cols)
-        _check_split(dataset, reported, split)
+    for seed, dataset in datasets.items():
         model = _start_model(parent, len(target_cols), seed, from_scratch, freeze_encoder)
         seed_dir = out / f"seed{seed}"
         if seed_dir.exists():

@@ -17,6 +17,7 @@ from zoo.data import csv_card_file, load_card, load_csv_dataset
 from zoo.engine.checkpoint import write_json
 from zoo.engine.graph_metrics import graph_metric
 from zoo.transfer.finetuning import finetune
+from zoo.transfer.prediction import TransferError
 
 METHODS = ("finetuned", "scratch", "morgan_rf")
 
@@ -33,7 +34,9 @@ def forest_rmse(path: Path, smiles_col: str, target_cols: list[str], seed: int, 
 def transfer_table(pretrained: str, datasets: Sequence[str], *, seeds=range(5), epochs: int = 30,
                    out: str | Path = "runs/transfer", progress: bool = True) -> list[dict]:
     """One row per dataset card: per-seed test RMSE of each method, and a paired test fine-tuned vs scratch."""
-    out, seeds = Path(out), list(seeds)
+    out, seeds = Path(out), list(dict.fromkeys(seeds))
+    if len(seeds) < 2:
+        raise TransferError(f"the table needs at least 2 distinct seeds for its sd and paired test, got {seeds}")
     rows = []
     for name in datasets:
         card = load_card(name)
