@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import math
 import sys
 from pathlib import Path
@@ -22,27 +21,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.data import DatasetError  # noqa: E402
-from zoo.data.molecules import BadSmiles, InvalidSmilesError, format_report, smiles_problem  # noqa: E402
+from zoo.data.molecules import (  # noqa: E402
+    BadSmiles, InvalidSmilesError, column_indices, format_report, read_csv_rows, smiles_problem,
+)
 from zoo.pretrained import PretrainedError  # noqa: E402
 from zoo.transfer import TransferError, predict  # noqa: E402
 
 
 def read_table(path: Path, smiles_col: str) -> tuple[list[str], list[tuple[int, list[str]]], int]:
-    """Header, ``(file line, cells)`` of each non-blank row, and the SMILES column's index."""
-    if not path.is_file():
-        raise DatasetError(f"CSV file {path} does not exist.")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
-        header = [cell.strip() for cell in next(reader, [])]
-        records = [(reader.line_num, cells) for cells in reader if any(cell.strip() for cell in cells)]
-    if not header:
-        raise DatasetError(f"{path} is empty; expected a header row with column names.")
-    if smiles_col not in header:
-        raise TransferError(f"{path}: column {smiles_col!r} not found. Columns in the file: {header}. "
-                            "Pass the SMILES column with --smiles-col exactly as in the header.")
-    return header, [(line, cells + [""] * (len(header) - len(cells))) for line, cells in records], \
-        header.index(smiles_col)
+    """Header, ``(file line, cells padded to the header)`` of each non-blank row, and the SMILES column."""
+    header, records = read_csv_rows(path, None)
+    try:
+        (column,) = column_indices(path, header, [smiles_col])
+    except DatasetError as err:
+        raise TransferError(f"{err} Pass the SMILES column with --smiles-col.") from None
+    longer = [line for line, cells in records if len(cells) > len(header)]
+    if longer:
+        raise DatasetError(f"{path}: line(s) {longer[:10]} have more cells than the header's {len(header)} "
+                           "columns (a stray comma?); fix them so every prediction lands on its own row.")
+    return header, [(line, cells + [""] * (len(header) - len(cells))) for line, cells in records], column
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as handle:
+    with open(out, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(header + [f"pred_{name}" for name in preds.columns])
         for (_, cells), values in zip(records, preds.values):

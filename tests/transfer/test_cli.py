@@ -59,3 +59,11 @@ def test_bad_arguments_exit_2(pretrained_path, regression_csv, tmp_path, capsys)
     assert predict_cli.main(["--model", str(pretrained_path), "--data", str(regression_csv), "--smiles-col", "SMILES",
                              "--out", str(tmp_path / "p.csv")]) == 2
     assert "Columns in the file: ['smiles', 'y1', 'y2']" in capsys.readouterr().err
+
+
+def test_predict_refuses_rows_longer_than_the_header(pretrained_path, tmp_path, capsys):
+    new = tmp_path / "new.csv"
+    new.write_text("id,smiles\na,CCO\nb,c1ccccc1,extra\n")
+    assert predict_cli.main(["--model", str(pretrained_path), "--data", str(new), "--out", str(tmp_path / "p.csv"),
+                             "--quiet"]) == 1
+    assert "line(s) [3] have more cells than the header's 2 columns" in capsys.readouterr().err

@@ -175,8 +175,8 @@ def read_smiles_csv(
     """
     path = Path(path)
     target_cols = [target_cols] if isinstance(target_cols, str) else list(target_cols)
-    header, records = _read_rows(path, limit)
-    cols = _column_indices(path, header, [smiles_col, *target_cols])
+    header, records = read_csv_rows(path, limit)
+    cols = column_indices(path, header, [smiles_col, *target_cols])
     smiles, lines = [], []
     targets = np.empty((len(records), len(target_cols)), dtype=np.float64)
     for r, (line, cells) in enumerate(records):
@@ -278,7 +278,7 @@ def _parse_failure(smiles: str) -> str:
     return "RDKit parse failure"
 
 
-def _read_rows(path: Path, limit: int | None) -> tuple[list[str], list[tuple[int, list[str]]]]:
+def read_csv_rows(path: Path, limit: int | None) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """Header and ``(file line, cells)`` of each non-blank data row."""
     if not path.is_file():
         raise DatasetError(f"CSV file {path} does not exist.")
@@ -301,7 +301,7 @@ def _read_rows(path: Path, limit: int | None) -> tuple[list[str], list[tuple[int
     return [h.strip() for h in header], records
 
 
-def _column_indices(path: Path, header: list[str], wanted: list[str]) -> list[int]:
+def column_indices(path: Path, header: list[str], wanted: list[str]) -> list[int]:
     """Index of each wanted column; a missing one is an error listing the columns there."""
     missing = [c for c in wanted if c not in header]
     if missing:

@@ -22,7 +22,7 @@ import torch
 
 from zoo.analysis import summarize_seeds
 from zoo.data import DatasetError, load_csv_dataset
-from zoo.data.molecules import _column_indices, _read_rows, format_report
+from zoo.data.molecules import column_indices, read_csv_rows, format_report
 from zoo.engine.checkpoint import write_json
 from zoo.engine.graph_metrics import graph_metric
 from zoo.engine.graph_trainer import train_graph_model
@@ -125,9 +125,9 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
 
 def _check_columns(path: Path, smiles_col: str, target_cols: list[str]) -> None:
     """A missing column is a :class:`TransferError` listing the file's columns (before featurizing)."""
-    header, _ = _read_rows(path, 0)
+    header, _ = read_csv_rows(path, 0)
     try:
-        _column_indices(path, header, [smiles_col, *target_cols])
+        column_indices(path, header, [smiles_col, *target_cols])
     except DatasetError as err:
         raise TransferError(str(err)) from None
 
