@@ -180,3 +180,31 @@ def test_cli_exits_2_with_a_clear_message(runs, tmp_path, capsys):
     assert "no runs of model 'gcn'" in capsys.readouterr().err
     assert tool.main([str(runs), "--alpha", "5"]) == 2
     assert "alpha must lie in (0, 1), got 5.0" in capsys.readouterr().err
+
+
+def _write_mae_run(root: Path, model: str, seed: int, val: float, test: float) -> None:
+    run_dir = root / f"zinc_{model}" / "0123456789"
+    (run_dir / f"seed{seed}").mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"name": f"zinc_{model}", "dataset": "zinc", "model": {"name": "x"}}))
+    metrics = {"seed": seed, "split": 0, "dataset": "zinc", "main_metric": "mae",
+               "final": {"val": {"mae": val}, "test": {"mae": test}}}
+    (run_dir / f"seed{seed}" / "metrics.json").write_text(json.dumps(metrics))
+
+
+def test_lower_is_better_metrics_rank_bold_and_tune_downwards(tmp_path):
+    for seed in range(3):
+        _write_mae_run(tmp_path, "gated", seed, 0.20, 0.15 + seed / 100)
+        _write_mae_run(tmp_path, "plain", seed, 0.25, 0.18 + seed / 100)
+        _write_mae_run(tmp_path, "wide_a", seed, 0.30, 0.10)   # best on test, worse on validation
+        _write_mae_run(tmp_path, "wide_b", seed, 0.22, 0.165)
+    table = results_table(collect_runs(tmp_path), models=["gated", "plain"], tuned={"wide": "wide_*"})
+    assert table.higher_is_better is False
+    assert table.picks["wide (tuned)"]["zinc"][0] == "wide_b"   # lowest validation MAE, not highest
+    assert table.avg_rank["gated"] == 1.0 and table.avg_rank["plain"] == 3.0
+    assert "| gated | **0.1600 ± 0.0100** |" in make_report([tmp_path], models=["gated", "plain"])[0]
+
+
+def test_mixed_metric_directions_are_refused(runs, tmp_path):
+    _write_mae_run(runs, "gated", 0, 0.2, 0.2)
+    with pytest.raises(ReportError, match="mix lower-is-better and higher-is-better"):
+        results_table(collect_runs(runs), models=["gat", "gated"])

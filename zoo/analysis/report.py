@@ -31,7 +31,7 @@ from zoo.analysis.rank_tests import average_ranks, friedman, nemenyi_cd
 DATASET_ORDER = ("cora", "citeseer", "pubmed", "texas", "cornell", "wisconsin", "roman_empire",
                  "amazon_ratings", "tolokers", "minesweeper", "questions")
 PERCENT_METRICS = frozenset({"accuracy", "macro_f1", "roc_auc"})
-LOWER_IS_BETTER = frozenset({"nll", "brier", "ece"})
+LOWER_IS_BETTER = frozenset({"nll", "brier", "ece", "mae", "rmse", "loss"})
 
 
 class ReportError(ValueError):
@@ -238,19 +238,25 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
                               f" pass the folder of one of them, e.g. <runs>/{dataset}_{model}/{hashes[0]}")
     cells = {key: group.set_index("seed").sort_index() for key, group in used.groupby(["model", "dataset"])}
     scores = {(m, d): cell.score for (m, d), cell in cells.items() if m in rows}
+    names = set(used.main_metric) if metric == "main" else {metric}
+    directions = {name in LOWER_IS_BETTER for name in names}
+    if len(directions) > 1:
+        raise ReportError(f"the datasets' metrics {sorted(names)} mix lower-is-better and higher-is-better; "
+                          "report those datasets separately (or pass --metric)")
+    higher = not directions.pop()
+    better = min if set(used.main_metric) <= LOWER_IS_BETTER else max  # tuned rows pick on the main metric
     picks = {}
     for label, candidates in matched.items():
         picks[label] = {}
         for dataset in _order_datasets(used.dataset):
             val = {m: cells[m, dataset].val_main.mean() for m in candidates if (m, dataset) in cells}
             if val:
-                best = max(sorted(val), key=val.get)
+                best = better(sorted(val), key=val.get)
                 picks[label][dataset] = (best, val[best])
                 scores[label, dataset] = cells[best, dataset].score
-    names = set(used.main_metric) if metric == "main" else {metric}
     return ResultsTable(metric=metric, split=split, rows=rows, datasets=_order_datasets(used.dataset),
                         scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
-                        percent=names <= PERCENT_METRICS, higher_is_better=metric not in LOWER_IS_BETTER,
+                        percent=names <= PERCENT_METRICS, higher_is_better=higher,
                         picks=picks)
 
 
