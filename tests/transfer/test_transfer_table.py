@@ -46,3 +46,14 @@ def test_one_seed_is_refused_before_any_training(toy_card, pretrained_path, tmp_
     with pytest.raises(tt.TransferError, match="at least 2 distinct seeds"):
         tt.transfer_table(str(pretrained_path), ["toy"], seeds=[0, 0], epochs=1, out=tmp_path / "t", progress=False)
     assert not (tmp_path / "t").exists()
+
+
+def test_a_rerun_reuses_finished_network_runs(toy_card, pretrained_path, tmp_path, capsys):
+    first = tt.transfer_table(str(pretrained_path), ["toy"], seeds=[0, 1], epochs=1, out=tmp_path / "t", progress=False)
+    model_file = tmp_path / "t" / "toy" / "scratch" / "seed1" / "model.pt"
+    stamp = model_file.stat().st_mtime_ns
+    again = tt.transfer_table(str(pretrained_path), ["toy"], seeds=[0, 1], epochs=1, out=tmp_path / "t", progress=False)
+    assert again[0]["test_rmse"] == first[0]["test_rmse"] and model_file.stat().st_mtime_ns == stamp
+    assert capsys.readouterr().out.count("reusing the finished runs") == 2
+    tt.transfer_table(str(pretrained_path), ["toy"], seeds=[0, 1], epochs=2, out=tmp_path / "t", progress=False)
+    assert model_file.stat().st_mtime_ns != stamp  # other epochs: trained again

@@ -7,6 +7,7 @@ forest, on identical seeded random splits; test RMSE mean +- sd over seeds.
 """
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +17,7 @@ from zoo.baselines import fit_predict_forest
 from zoo.data import csv_card_file, load_card, load_csv_dataset
 from zoo.engine.checkpoint import write_json
 from zoo.engine.graph_metrics import graph_metric
+from zoo.pretrained import load_pretrained
 from zoo.transfer.finetuning import finetune
 from zoo.transfer.prediction import TransferError
 
@@ -44,15 +46,32 @@ def transfer_table(pretrained: str, datasets: Sequence[str], *, seeds=range(5), 
         targets = list(card["source"]["target_columns"])
         rmse = {}
         for method, scratch in (("finetuned", False), ("scratch", True)):
-            summary = finetune(pretrained, path, smiles_col, targets, task="regression", split="random",
-                               epochs=epochs, seeds=seeds, from_scratch=scratch, out=out / name / method,
-                               progress=progress)
+            summary = _finished(out / name / method / "metrics.json", pretrained, path, seeds, epochs, scratch)
+            if summary is None:
+                summary = finetune(pretrained, path, smiles_col, targets, task="regression", split="random",
+                                   epochs=epochs, seeds=seeds, from_scratch=scratch, out=out / name / method,
+                                   progress=progress)
             rmse[method] = [summary["per_seed"][str(s)]["test"]["rmse"] for s in seeds]
         rmse["morgan_rf"] = [forest_rmse(path, smiles_col, targets, s) for s in seeds]
         rows.append({"dataset": name, "target": targets, "pretrained": pretrained, "epochs": epochs, "seeds": seeds,
                      "test_rmse": rmse, "finetuned_vs_scratch": paired_test(rmse["finetuned"], rmse["scratch"])})
         write_json(rows, out / "transfer_table.json")
     return rows
+
+
+def _finished(summary_path: Path, pretrained: str, data: Path, seeds: list, epochs: int, scratch: bool) -> dict | None:
+    """The summary of an earlier identical ``finetune`` call in this folder (same weights, data, seeds,
+    epochs), so a rerun after an interruption skips what already finished; else None."""
+    if not summary_path.is_file():
+        return None
+    summary = json.loads(summary_path.read_text())
+    same = (summary.get("data"), summary.get("seeds"), summary.get("epochs"), summary.get("from_scratch")) == \
+        (str(data), seeds, epochs, scratch)
+    if same and not scratch:
+        same = summary["pretrained"].get("weights_sha256") == load_pretrained(pretrained).card["weights_sha256"]
+    if same:
+        print(f"reusing the finished runs in {summary_path.parent}")
+    return summary if same else None
 
 
 def format_transfer_table(rows: list[dict]) -> str:
