@@ -3,6 +3,7 @@
     python tools/report.py runs/
     python tools/report.py runs/ runs2/ --models gat,gatv2,ltga_head --reference ltga_edge \
         --tuned qfrozen=qfrozen_*,entmax=entmax_* --markdown table1.md --csv table1.csv
+    python tools/report.py runs/ --tuned qfrozen=qfrozen_* --tune-seeds 0-2   # pick on seeds 0-2 only
 
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.analysis.report import ReportError, make_report, parse_tuned  # noqa: E402
+from zoo.engine.recipe import RecipeError, parse_seeds  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="test", choices=["test", "val"], help="split reported (default: test)")
     parser.add_argument("--tuned", help="NAME=GLOB,...: one row per NAME picking, per dataset, the matching "
                                         "model with the best mean validation main metric")
+    parser.add_argument("--tune-seeds", help="seeds (e.g. 0-2) whose mean validation score a --tuned row picks on "
+                                             "(default: every seed of each candidate)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     parser.add_argument("--markdown", type=Path, help="also write the report to this Markdown file")
     parser.add_argument("--csv", type=Path, help="also write the table (numbers, table units) to this CSV file")
@@ -33,8 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
         tuned = parse_tuned(args.tuned) if args.tuned else None
-        markdown, frame = make_report(args.paths, models, args.reference, args.metric, args.split, tuned, args.alpha)
-    except ReportError as err:
+        tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
+        markdown, frame = make_report(args.paths, models, args.reference, args.metric, args.split, tuned,
+                                      args.alpha, tune_seeds)
+    except (ReportError, RecipeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(markdown, end="")

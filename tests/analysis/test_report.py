@@ -100,6 +100,20 @@ def test_tuned_row_picks_by_validation_not_test(runs):
     assert "texas: qfrozen_1.5" in render_markdown(table)
 
 
+def test_tuned_row_can_pick_on_a_subset_of_seeds(runs, tmp_path):
+    # cora: over all 5 seeds qfrozen_2.0 wins (0.81 vs 0.78); on seed 0 alone qfrozen_1.5 must win
+    # once its seed-0 validation score is raised above qfrozen_2.0's 0.81.
+    write_run(runs, "cora", "qfrozen_1.5", 0, 0.90, 0.50)
+    df = collect_runs(runs)
+    assert results_table(df, tuned={"q": "qfrozen_*"}).picks["q (tuned)"]["cora"][0] == "qfrozen_2.0"
+    table = results_table(df, tuned={"q": "qfrozen_*"}, tune_seeds=[0])
+    assert table.picks["q (tuned)"]["cora"] == ("qfrozen_1.5", pytest.approx(90.0))
+    assert table.scores["q (tuned)", "cora"].index.tolist() == [0, 1, 2, 3, 4]  # reported on every seed
+    assert "validation main metric over seeds 0 (never test)" in render_markdown(table)
+    with pytest.raises(ReportError, match=r"qfrozen_1.5 on cora lacks tuning seed\(s\) \[7\]"):
+        results_table(df, tuned={"q": "qfrozen_*"}, tune_seeds=[0, 7])
+
+
 def test_paired_comparisons_pair_by_seed_and_holm_per_dataset(runs):
     df = collect_runs(runs)
     df = df[~((df.model == "gat") & (df.dataset == "cora") & (df.seed == 4))]
@@ -180,6 +194,10 @@ def test_cli_exits_2_with_a_clear_message(runs, tmp_path, capsys):
     assert "no runs of model 'gcn'" in capsys.readouterr().err
     assert tool.main([str(runs), "--alpha", "5"]) == 2
     assert "alpha must lie in (0, 1), got 5.0" in capsys.readouterr().err
+    assert tool.main([str(runs), "--tuned", "q=qfrozen_*", "--tune-seeds", "0-x"]) == 2
+    assert "seeds '0-x' must look like 0-9 or 0,3,5" in capsys.readouterr().err
+    assert tool.main([str(runs), "--tuned", "q=qfrozen_*", "--tune-seeds", "0-2"]) == 0
+    assert "validation main metric over seeds 0-2 (never test)" in capsys.readouterr().out
 
 
 def _write_mae_run(root: Path, model: str, seed: int, val: float, test: float) -> None:

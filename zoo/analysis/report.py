@@ -12,6 +12,8 @@ Choices, also stated in the rendered report:
 * "avg", "avg rank" and the Friedman test use only the datasets where every row has runs.
 * A "tuned" row picks, per dataset, the matching model with the best mean validation main metric
   (ties: the first name in sorted order) and reports that model's scores on the chosen split.
+  With ``tune_seeds`` the mean runs over those seeds only, so a grid can be tuned on a few seeds
+  and only the pick run on all of them; every candidate must then have every tuning seed.
 """
 from __future__ import annotations
 
@@ -158,6 +160,7 @@ class ResultsTable:
     percent: bool
     higher_is_better: bool
     picks: dict = field(default_factory=dict)
+    tune_seeds: list | None = None
 
     def _frame(self, stat: str) -> pd.DataFrame:
         cells = {(r, d): getattr(self.scores[r, d], stat)() for r in self.rows for d in self.datasets
@@ -218,13 +221,15 @@ def _rows(available: list[str], models, tuned: dict, reference) -> tuple[list[st
 
 
 def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: str = "test",
-                  tuned: dict | None = None, reference: str | None = None) -> ResultsTable:
+                  tuned: dict | None = None, reference: str | None = None,
+                  tune_seeds=None) -> ResultsTable:
     """Summarise ``collect_runs`` output into rows (models, tuned rows, reference) x datasets.
 
     ``metric`` is ``"main"`` (each dataset's main metric) or a metric name; accuracy, macro-F1
     and ROC-AUC are in percent. ``models`` defaults to every model not matched by a tuned
     pattern. ``tuned`` maps a row name to a glob over model names (see the module notes).
-    ``reference``, if not among the rows, is added as the last row.
+    ``reference``, if not among the rows, is added as the last row. ``tune_seeds`` (seeds) limits
+    the validation mean a tuned row picks on to those seeds.
 
     >>> table = results_table(collect_runs("runs"), models=["gat"], reference="ltga_edge")  # doctest: +SKIP
     >>> table.mean.round(2)                                                                  # doctest: +SKIP
@@ -249,7 +254,8 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
     for label, candidates in matched.items():
         picks[label] = {}
         for dataset in _order_datasets(used.dataset):
-            val = {m: cells[m, dataset].val_main.mean() for m in candidates if (m, dataset) in cells}
+            val = {m: _tuning_score(cells[m, dataset].val_main, tune_seeds, m, dataset)
+                   for m in candidates if (m, dataset) in cells}
             if val:
                 best = better(sorted(val), key=val.get)
                 picks[label][dataset] = (best, val[best])
@@ -257,7 +263,18 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
     return ResultsTable(metric=metric, split=split, rows=rows, datasets=_order_datasets(used.dataset),
                         scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
                         percent=names <= PERCENT_METRICS, higher_is_better=higher,
-                        picks=picks)
+                        picks=picks, tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None)
+
+
+def _tuning_score(val_main: pd.Series, tune_seeds, model: str, dataset: str) -> float:
+    """Mean validation main metric over ``tune_seeds`` (all seeds when None) of one tuned candidate."""
+    if tune_seeds is None:
+        return val_main.mean()
+    missing = sorted(set(tune_seeds) - set(val_main.index))
+    if missing:
+        raise ReportError(f"tuned candidate {model} on {dataset} lacks tuning seed(s) {missing}; run them "
+                          f"(tools/sweep.py recipes/{dataset}_{model}.yaml --seeds ...) or change --tune-seeds")
+    return val_main[sorted(tune_seeds)].mean()
 
 
 def paired_comparisons(table: ResultsTable, reference: str, alpha: float = 0.05) -> pd.DataFrame:
@@ -364,7 +381,8 @@ def _notes(table: ResultsTable, ranks: dict) -> list[str]:
     notes = []
     for label, picks in table.picks.items():
         chosen = ", ".join(f"{d}: {m} (val {v:.2f})" for d, (m, v) in picks.items())
-        notes.append(f"- {label}: per dataset, the model with the best mean validation main metric "
+        over = f" over seeds {_seed_text(table.tune_seeds)}" if table.tune_seeds is not None else ""
+        notes.append(f"- {label}: per dataset, the model with the best mean validation main metric{over} "
                      f"(never test): {chosen or 'no runs'}.")
     if ranks["dropped"]:
         dropped = "; ".join(f"{d} (missing: {', '.join(rows)})" for d, rows in ranks["dropped"].items())
@@ -447,14 +465,21 @@ def table_frame(table: ResultsTable) -> pd.DataFrame:
     return frame
 
 
+def _seed_text(seeds: list[int]) -> str:
+    """[0, 1, 2] -> '0-2'; other lists comma-separated."""
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
 def make_report(paths, models=None, reference: str | None = None, metric: str = "main", split: str = "test",
-                tuned: dict | None = None, alpha: float = 0.05) -> tuple[str, pd.DataFrame]:
+                tuned: dict | None = None, alpha: float = 0.05, tune_seeds=None) -> tuple[str, pd.DataFrame]:
     """Markdown report and CSV frame for the runs under ``paths`` (see ``results_table``).
 
     >>> markdown, frame = make_report(["runs"], reference="ltga_edge", tuned={"qfrozen": "qfrozen_*"})  # doctest: +SKIP
     """
     if not 0 < alpha < 1:
         raise ReportError(f"alpha must lie in (0, 1), got {alpha}")
-    table = results_table(collect_runs(paths), models, metric, split, tuned, reference)
+    table = results_table(collect_runs(paths), models, metric, split, tuned, reference, tune_seeds)
     comparisons = paired_comparisons(table, reference, alpha) if reference else None
     return render_markdown(table, comparisons, rank_analysis(table, alpha), alpha), table_frame(table)
