@@ -249,7 +249,7 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
         raise ReportError(f"the datasets' metrics {sorted(names)} mix lower-is-better and higher-is-better; "
                           "report those datasets separately (or pass --metric)")
     higher = not directions.pop()
-    better = min if set(used.main_metric) <= LOWER_IS_BETTER else max  # tuned rows pick on the main metric
+    lower = set(used.main_metric) <= LOWER_IS_BETTER  # tuned rows pick on the main metric
     picks = {}
     for label, candidates in matched.items():
         picks[label] = {}
@@ -257,13 +257,22 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
             val = {m: _tuning_score(cells[m, dataset].val_main, tune_seeds, m, dataset)
                    for m in candidates if (m, dataset) in cells}
             if val:
-                best = better(sorted(val), key=val.get)
+                best = pick_best(val, lower)
                 picks[label][dataset] = (best, val[best])
                 scores[label, dataset] = cells[best, dataset].score
     return ResultsTable(metric=metric, split=split, rows=rows, datasets=_order_datasets(used.dataset),
                         scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
                         percent=names <= PERCENT_METRICS, higher_is_better=higher,
                         picks=picks, tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None)
+
+
+def pick_best(val: dict[str, float], lower_is_better: bool) -> str:
+    """The name with the best validation score; ties go to the first name in sorted order.
+
+    >>> pick_best({"qfrozen_2.0": 0.7, "qfrozen_0.5": 0.7, "qfrozen_1.5": 0.6}, lower_is_better=False)
+    'qfrozen_0.5'
+    """
+    return (min if lower_is_better else max)(sorted(val), key=val.get)
 
 
 def _tuning_score(val_main: pd.Series, tune_seeds, model: str, dataset: str) -> float:

@@ -58,7 +58,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
               f"val {main} {metrics['final']['val'][main]:.4f}, test {main} {metrics['final']['test'][main]:.4f}")
         runs.append(metrics)
     summary = {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],
-               "metrics": summarize_seeds(runs)}
+               "main_metric": runs[0]["main_metric"], "metrics": summarize_seeds(runs)}
     write_json(summary, base / "summary.json")
     print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}")
     print(format_summary(summary["metrics"]))

@@ -1,0 +1,53 @@
+"""Tune a grid of recipes per dataset on validation over a few seeds, then run the pick on all seeds.
+
+    python tools/tune.py recipes/cora_qfrozen_*.yaml --tune-seeds 0-2 --seeds 0-9 --out runs/ltga
+    python tools/report.py runs/ltga --tuned qfrozen=qfrozen_* --tune-seeds 0-2
+
+Recipes of several datasets may be given at once; each dataset gets its own pick. The report's
+--tune-seeds must match, so that its tuned row shows the same pick. Exit codes: 0 done, 1 a
+dataset could not run, 2 bad arguments, 130 interrupted (rerun the same command to resume).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zoo.engine import RecipeError, load_recipe  # noqa: E402
+from zoo.engine.recipe import parse_seeds  # noqa: E402
+from zoo.engine.tuning import tune_and_run  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("recipes", nargs="+", help="YAML recipes: the candidates (one grid per dataset)")
+    parser.add_argument("--tune-seeds", default="0-2", help="seeds the pick is made on (default: 0-2)")
+    parser.add_argument("--seeds", default="0-9", help="seeds the pick then runs on (default: 0-9)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a key in every recipe (repeatable)")
+    parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
+    parser.add_argument("--out", default="runs", help="output root (default: runs)")
+    parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
+    args = parser.parse_args(argv)
+    try:
+        recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
+        picks = tune_and_run(recipes, args.out, tune_seeds=parse_seeds(args.tune_seeds),
+                             seeds=parse_seeds(args.seeds), progress=args.progress)
+    except RecipeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished seeds are kept and the running one resumes from its last "
+              "checkpoint; rerun the same command to continue", file=sys.stderr)
+        return 130
+    print("\npicks (validation only):")
+    for dataset, record in picks.items():
+        print(f"  {dataset}: " + (record["error"] if "error" in record else
+                                   f"{record['pick']} (val {record['main_metric']} {record['validation'][record['pick']]:.4f})"))
+    return 1 if any("error" in record for record in picks.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
