@@ -157,7 +157,9 @@ def test_export_run_writes_a_loadable_card(finished_run, tmp_path):
     assert card["best_epoch"] == metrics["best_epoch"] and card["metric"] == "mae"
     assert card["featurizer"] == FEATURIZER_SPEC and card["pe_spec"] == {"rwse_k": 4}
     assert card["dataset"]["name"] == "zinc_smiles" and card["target_columns"] == []
-    assert card["split"]["split_source"] == metrics["split_source"] and card["split"]["sizes"]["train"] == 10000
+    assert card["split"]["split_source"] == metrics["split_source"]
+    assert card["split"]["sizes"] == metrics["split_sizes"]  # the run's, not the zinc_smiles card's 10000/1000/1000
+    assert sum(card["split"]["sizes"].values()) == len(SMILES) and "sizes_from" not in card["split"]
     assert card["recipe"]["optim"]["epochs"] == 2 and card["task"] == "graph_regression"
     assert card["command"] == "python tools/train.py toy.yaml" and card["git_commit"] == environment["git_commit"]
     assert card["zoo_version"] == zoo.__version__ and card["versions"]["torch"] == torch.__version__.split("+")[0]

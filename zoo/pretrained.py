@@ -219,8 +219,10 @@ def _export_parts(run_dir, name: str, command: str) -> tuple[dict, torch.nn.Modu
     if len(columns) != model_args["num_outputs"]:  # a run on other targets than the card's (e.g. a test subset)
         columns = []
     split = {"split_source": metrics.get("split_source")}
-    if dataset and "sizes" in (dataset.get("split") or {}):
-        split["sizes"] = dataset["split"]["sizes"]
+    if "split_sizes" in metrics:  # what the run used (rows whose SMILES fail to parse are left out)
+        split["sizes"] = metrics["split_sizes"]
+    elif dataset and "sizes" in (dataset.get("split") or {}):  # runs written before split_sizes was recorded
+        split["sizes"], split["sizes_from"] = dataset["split"]["sizes"], "dataset card"
     card = {
         "name": name,
         "architecture": recipe.model["name"],

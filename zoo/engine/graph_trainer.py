@@ -113,7 +113,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     diagnostics = _gate_diagnostics(model, loaders["val"], run_dir)
     metrics = {
         "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric,
-        "split_source": data.split_source, "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
+        "split_source": data.split_source, "split_sizes": data.sizes, "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
         "stopped_early": state["stopped_early"], "num_parameters": sum(p.numel() for p in model.parameters()),
         "train_seconds": state["train_seconds"], "final": final, "curves": state["curves"],
         **({"diagnostics": diagnostics} if diagnostics else {}),
