@@ -2,6 +2,7 @@
 
     python tools/train.py recipes/cora_gat.yaml --seeds 0-9
     python tools/train.py recipes/cora_gat.yaml --set model.heads=4 --epochs 50 --out runs
+    torchrun --nproc_per_node 2 tools/train.py recipes/zinc_siggate.yaml   # graph tasks, data-parallel
 
 Exit codes: 0 done, 1 data error, 2 bad recipe or arguments, 130 interrupted (rerun to resume).
 """
@@ -40,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     except DatasetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except RecipeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"\ninterrupted: the last checkpoint in {run_folder(recipe, args.out)} is intact; "
               "rerun the same command to resume", file=sys.stderr)

@@ -44,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print("\npicks (validation only):")
     for dataset, record in picks.items():
-        print(f"  {dataset}: " + (record["error"] if "error" in record else
-                                   f"{record['pick']} (val {record['main_metric']} {record['validation'][record['pick']]:.4f})"))
+        if "error" in record:
+            print(f"  {dataset}: {record['error']}")
+        else:
+            pick = record["pick"]
+            print(f"  {dataset}: {pick} (val {record['main_metric']} {record['validation'][pick]:.4f})")
     return 1 if any("error" in record for record in picks.values()) else 0
 
 

@@ -3,7 +3,7 @@ TensorBoard scalars and a progress bar.
 
 Each epoch ``last.pt`` is written atomically (model, optimisers, schedulers, loop state and RNG
 states), so a killed run continues from its last finished epoch with the result it would have
-reached uninterrupted.
+reached uninterrupted. Under torchrun only rank 0 writes checkpoints, events and the bar.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm.auto import tqdm
 
 from zoo.engine.checkpoint import load_checkpoint, save_checkpoint
+from zoo.engine.distributed import is_main
 from zoo.engine.reproducibility import rng_state, set_rng_state
 
 LAST = "last.pt"
@@ -60,10 +61,13 @@ def run_epochs(
                 obj.load_state_dict(obj_state)
         set_rng_state(saved["rng"])
         state = saved["state"]
-        print(f"resuming {run_dir} from epoch {state['epoch']}")
+        if is_main():
+            print(f"resuming {run_dir} from epoch {state['epoch']}")
 
-    writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=state["epoch"])
-    bar = tqdm(total=epochs, initial=state["epoch"], desc=desc, disable=not progress, leave=False, dynamic_ncols=True)
+    main = is_main()
+    writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=state["epoch"]) if main else None
+    bar = tqdm(total=epochs, initial=state["epoch"], desc=desc, disable=not (progress and main), leave=False,
+               dynamic_ncols=True)
     try:
         while state["epoch"] < epochs and state["bad_epochs"] < patience:
             started = time.perf_counter()
@@ -79,20 +83,22 @@ def run_epochs(
             else:
                 state["bad_epochs"] += 1
             state["epoch"] += 1
-            save_checkpoint({"model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
-                             "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
-                             "state": state}, last_path)
-            for key, value in row.items():
-                if key != "epoch":
-                    writer.add_scalar(key.replace("_", "/", 1), value, row["epoch"])
-            bar.update(1)
-            bar.set_postfix({key: f"{value:.4g}" for key, value in row.items()
-                             if key in ("train_loss", monitor) or key.startswith("val_") and not key.endswith("loss")})
-            if on_epoch_end is not None:
-                on_epoch_end(row["epoch"], row)
+            if main:
+                save_checkpoint({"model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
+                                 "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
+                                 "state": state}, last_path)
+                for key, value in row.items():
+                    if key != "epoch":
+                        writer.add_scalar(key.replace("_", "/", 1), value, row["epoch"])
+                bar.update(1)
+                bar.set_postfix({key: f"{value:.4g}" for key, value in row.items() if key in ("train_loss", monitor)
+                                 or key.startswith("val_") and not key.endswith("loss")})
+                if on_epoch_end is not None:
+                    on_epoch_end(row["epoch"], row)
     finally:
         bar.close()
-        writer.close()
+        if writer is not None:
+            writer.close()
     state["stopped_early"] = state["bad_epochs"] >= patience
     return state
 

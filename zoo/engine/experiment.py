@@ -10,10 +10,11 @@ import yaml
 from zoo.analysis import format_summary, summarize_seeds
 from zoo.data import DatasetError, load_graph_dataset, load_node_dataset
 from zoo.engine.checkpoint import write_json
+from zoo.engine.distributed import barrier, init_from_env, is_main, main_first, requested_world_size
 from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
-from zoo.engine.recipe import Recipe
+from zoo.engine.recipe import Recipe, RecipeError
 
 
 def run_folder(recipe: Recipe, out: str | Path = "runs") -> Path:
@@ -26,37 +27,53 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     """Train every seed (the recipe's, or ``seeds``), skipping finished ones unless ``force``.
 
     Returns the summary (mean and sd of every final metric) also written to ``summary.json``.
+    Launched by torchrun, graph tasks train data-parallel and only rank 0 writes and prints
+    (other ranks return an empty dict); node classification refuses to.
 
     >>> from zoo.engine.recipe import load_recipe                     # doctest: +SKIP
     >>> run_recipe(load_recipe("recipes/cora_gat.yaml"), seeds=[0, 1])  # doctest: +SKIP
     """
+    if requested_world_size() > 1 and recipe.task == "node_classification":
+        raise RecipeError(f"{recipe.name} is node classification: it trains full-batch on one graph and does not "
+                          "scale out with torchrun; run it as a single process (python tools/train.py ...)")
+    init_from_env()
+    rank0 = is_main()
+    say = print if rank0 else (lambda *args, **kwargs: None)
     base = run_folder(recipe, out)
     base.mkdir(parents=True, exist_ok=True)
     resolved = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
-    (base / "config.yaml").write_text(resolved)
+    if rank0:
+        (base / "config.yaml").write_text(resolved)
     runs, graph_data = [], None
     for seed in seeds if seeds is not None else recipe.seeds:
         seed_dir = base / f"seed{seed}"
         finished = seed_dir / "metrics.json"
         if finished.exists() and not force:
-            print(f"seed {seed}: finished run found in {seed_dir}, skipping it (use --force to retrain)")
+            say(f"seed {seed}: finished run found in {seed_dir}, skipping it (use --force to retrain)")
             runs.append(json.loads(finished.read_text()))
             continue
-        if force and seed_dir.exists():
+        if force and seed_dir.exists() and rank0:
             shutil.rmtree(seed_dir)
+        barrier()
         if recipe.task == "node_classification":
             data, train = load_node_dataset(recipe.dataset, split=seed), train_node_classifier
         else:
-            graph_data = graph_data or load_graph_dataset(recipe.dataset, progress=progress)
+            with main_first():  # rank 0 fills the dataset cache, the others read it
+                graph_data = graph_data or load_graph_dataset(recipe.dataset, progress=progress and rank0)
             data, train = graph_data, train_graph_model
         seed_dir.mkdir(parents=True, exist_ok=True)
-        (seed_dir / "config.yaml").write_text(resolved)
-        write_json(environment(), seed_dir / "environment.json")
+        if rank0:
+            (seed_dir / "config.yaml").write_text(resolved)
+            write_json(environment(), seed_dir / "environment.json")
         metrics = train(recipe, data, seed, seed_dir, progress=progress)
+        if not rank0:
+            continue
         main = metrics["main_metric"]
         print(f"seed {seed} (split {metrics['split']}, {metrics['num_parameters']:,} parameters): best epoch {metrics['best_epoch']}, "
               f"val {main} {metrics['final']['val'][main]:.4f}, test {main} {metrics['final']['test'][main]:.4f}")
         runs.append(metrics)
+    if not rank0:
+        return {}
     summary = {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],
                "main_metric": runs[0]["main_metric"], "metrics": summarize_seeds(runs)}
     write_json(summary, base / "summary.json")

@@ -13,6 +13,7 @@ from torch.utils.tensorboard import SummaryWriter
 from zoo.analysis.gate_diagnostics import gate_diagnostics
 from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
+from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
 from zoo.engine.epoch_loop import finish, run_epochs
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
 from zoo.engine.recipe import Recipe
@@ -28,6 +29,21 @@ def masked_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> to
     if task == "graph_regression":
         return F.l1_loss(prediction[labelled], target[labelled])
     return F.binary_cross_entropy_with_logits(prediction[labelled], target[labelled])
+
+
+def rank_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> torch.Tensor:
+    """This rank's share of the global batch's ``masked_loss``: its summed loss times the world
+    size over the global count of labelled targets, so that DDP's gradient average is the mean
+    over the whole batch. Equals ``masked_loss`` in a single process."""
+    size = world()[1]
+    if size == 1:
+        return masked_loss(prediction, target, task)
+    labelled = ~torch.isnan(target)
+    count = all_sum(int(labelled.sum()))
+    if count == 0:
+        return prediction.sum() * 0.0
+    loss = F.l1_loss if task == "graph_regression" else F.binary_cross_entropy_with_logits
+    return loss(prediction[labelled], target[labelled], reduction="sum") * size / count
 
 
 def predict(model, loader) -> tuple[torch.Tensor, torch.Tensor]:
@@ -59,7 +75,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
 
     The epoch with the best validation metric (the card's: MAE down, ROC-AUC / AP up) gives the
     final metrics; ``optim.patience`` epochs without improvement stop early. Writes ``best.pt``,
-    TensorBoard events and ``metrics.json`` into ``run_dir``; a killed run resumes.
+    TensorBoard events and ``metrics.json`` into ``run_dir``; a killed run resumes. Under
+    torchrun the batches are shared out across ranks (see :mod:`zoo.engine.distributed`).
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -67,8 +84,11 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     if model is None:
         model = build_graph_model(recipe, data.num_tasks)
     if hasattr(model, "pe_spec"):
-        data.add_positional_encodings(model.pe_spec(), progress=progress)
+        with main_first():  # rank 0 fills the PE cache, the others read it
+            data.add_positional_encodings(model.pe_spec(), progress=progress and is_main())
     loaders = make_dataloaders(data, recipe.optim.batch_size, seed=seed)
+    train_loader = shard_train_loader(loaders["train"])  # this rank's part of each batch
+    trained = model if world()[1] == 1 else torch.nn.parallel.DistributedDataParallel(model)
     optim = recipe.optim
     kind = torch.optim.AdamW if optim.optimizer == "adamw" else torch.optim.Adam
     optimizer = kind([p for p in model.parameters() if p.requires_grad], lr=optim.lr, weight_decay=optim.weight_decay)
@@ -77,23 +97,24 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     metric = data.metric
 
     def train_epoch(epoch: int) -> dict:
-        model.train()
-        loaders["train"].generator.manual_seed(seed * 1_000_003 + epoch)  # same order after a resume
+        trained.train()
+        train_loader.generator.manual_seed(seed * 1_000_003 + epoch)  # same order after a resume
         total, count = 0.0, 0
-        for graphs, target in loaders["train"]:
+        for graphs, target in train_loader:
             optimizer.zero_grad()
-            loss = masked_loss(model(graphs), target, data.task)
+            loss = rank_loss(trained(graphs), target, data.task)
             loss.backward()
             if optim.clip_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), optim.clip_grad_norm)
             optimizer.step()
-            total, count = total + float(loss) * len(target), count + len(target)
+            size = all_sum(len(target))  # graphs in the global batch
+            total, count = total + all_sum(float(loss)) / world()[1] * size, count + size
         return {"train_loss": total / count, "lr": optimizer.param_groups[0]["lr"]}
 
     def evaluate() -> dict:
         row = {}
         for split in ("val", "test"):
-            output, target = predict(model, loaders[split])
+            output, target = sharded_predict(predict, model, loaders[split])
             row[f"{split}_loss"] = float(masked_loss(output, target, data.task))
             row[f"{split}_{metric}"] = graph_metric(metric, target, output)
         return row
@@ -103,17 +124,20 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
                        monitor=f"val_{metric}", mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
                        progress=progress, on_epoch_end=on_epoch_end)
     model.load_state_dict(state["best_model"])
-    save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
-                    run_dir / "best.pt")
     final = {}
     for split, loader in loaders.items():
-        output, target = predict(model, loader)
+        output, target = sharded_predict(predict, model, loader)
         final[split] = {name: graph_metric(name, target, output) for name in dict.fromkeys((metric, *extra_metrics))}
         final[split]["loss"] = float(masked_loss(output, target, data.task))
+    if not is_main():
+        return {}
+    save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
+                    run_dir / "best.pt")
     diagnostics = _gate_diagnostics(model, loaders["val"], run_dir)
     metrics = {
         "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric,
-        "split_source": data.split_source, "split_sizes": data.sizes, "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
+        "split_source": data.split_source, "split_sizes": data.sizes,
+        "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
         "stopped_early": state["stopped_early"], "num_parameters": sum(p.numel() for p in model.parameters()),
         "train_seconds": state["train_seconds"], "final": final, "curves": state["curves"],
         **({"diagnostics": diagnostics} if diagnostics else {}),

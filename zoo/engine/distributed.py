@@ -1,0 +1,120 @@
+"""Scale-out of graph-level training with torchrun: DistributedDataParallel, one process per rank.
+
+    torchrun --nproc_per_node 2 tools/train.py recipes/zinc_siggate.yaml
+
+Each global training batch is the one a single process draws (same seeded permutation, the
+recipe's ``batch_size`` graphs); rank r trains on ``batch[r::world]`` and its loss is scaled by
+the global count of labelled targets, so DDP's gradient average is the single-process mean over
+the whole batch. Validation and test are split into contiguous shards and the outputs gathered
+in loader order, so model selection and early stopping agree on every rank. Only rank 0 writes
+files and prints. Ranks use the ``gloo`` backend on the CPU.
+
+Where it differs from one process: BatchNorm statistics are per rank (there is no CPU
+SyncBatchNorm), dropout masks come from each rank's own generator, and a last batch with fewer
+graphs than ranks is dropped.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.utils.data import BatchSampler, DataLoader, Subset
+
+
+def requested_world_size() -> int:
+    """``WORLD_SIZE`` as torchrun sets it (1 when not launched by torchrun)."""
+    value = os.environ.get("WORLD_SIZE", "1")
+    try:
+        return int(value)
+    except ValueError:
+        raise RuntimeError(f"WORLD_SIZE must be an integer, got {value!r}; launch with torchrun") from None
+
+
+def init_from_env() -> bool:
+    """Join the torchrun process group (gloo) once; True when running on more than one rank."""
+    if requested_world_size() <= 1:
+        return False
+    if not dist.is_initialized():
+        dist.init_process_group(backend="gloo")
+    return True
+
+
+def world() -> tuple[int, int]:
+    """``(rank, world size)``; ``(0, 1)`` outside a process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def is_main() -> bool:
+    """True on rank 0 (and in a single process): the rank that writes files and prints."""
+    return world()[0] == 0
+
+
+def barrier() -> None:
+    """Wait for every rank (no-op in a single process)."""
+    if world()[1] > 1:
+        dist.barrier()
+
+
+@contextlib.contextmanager
+def main_first():
+    """Rank 0 runs the block first (e.g. to fill a cache), then the other ranks."""
+    if not is_main():
+        barrier()
+    yield
+    if is_main():
+        barrier()
+
+
+def all_sum(value: float) -> float:
+    """Sum of ``value`` over ranks."""
+    if world()[1] == 1:
+        return value
+    total = torch.tensor([float(value)], dtype=torch.float64)
+    dist.all_reduce(total)
+    return float(total)
+
+
+class ShardedBatches(BatchSampler):
+    """The single-process batches of ``sampler``, each split as ``batch[rank::world]``."""
+
+    def __init__(self, sampler, batch_size: int, rank: int, world_size: int):
+        super().__init__(sampler, batch_size, drop_last=False)
+        self.rank, self.world_size = rank, world_size
+
+    def __iter__(self):
+        for batch in super().__iter__():
+            if len(batch) >= self.world_size:
+                yield batch[self.rank::self.world_size]
+
+    def __len__(self) -> int:
+        full, rest = divmod(len(self.sampler), self.batch_size)
+        return full + (rest >= self.world_size)
+
+
+def shard_train_loader(loader: DataLoader) -> DataLoader:
+    """This rank's view of a shuffled single-process train loader (same generator, same batches)."""
+    rank, size = world()
+    if size == 1:
+        return loader
+    return DataLoader(loader.dataset, batch_sampler=ShardedBatches(loader.sampler, loader.batch_size, rank, size),
+                      collate_fn=loader.collate_fn, generator=loader.generator, num_workers=loader.num_workers)
+
+
+def sharded_predict(predict, model, loader: DataLoader) -> tuple[torch.Tensor, torch.Tensor]:
+    """``predict(model, loader)`` on this rank's contiguous shard, gathered in loader order."""
+    rank, size = world()
+    if size == 1:
+        return predict(model, loader)
+    shard = np.array_split(np.arange(len(loader.dataset)), size)[rank]
+    part = DataLoader(Subset(loader.dataset, shard.tolist()), batch_size=loader.batch_size,
+                      collate_fn=loader.collate_fn, num_workers=loader.num_workers)
+    local = predict(model, part) if len(shard) else None
+    gathered = [None] * size
+    dist.all_gather_object(gathered, local)
+    pieces = [p for p in gathered if p is not None]
+    return torch.cat([o for o, _ in pieces]), torch.cat([t for _, t in pieces])
