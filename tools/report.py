@@ -4,6 +4,7 @@
     python tools/report.py runs/ runs2/ --models gat,gatv2,ltga_head --reference ltga_edge \
         --tuned qfrozen=qfrozen_*,entmax=entmax_* --markdown table1.md --csv table1.csv
     python tools/report.py runs/ --tuned qfrozen=qfrozen_* --tune-seeds 0-2   # pick on seeds 0-2 only
+    python tools/report.py runs/ltga --diagnostics    # also the LTGA attention diagnostics table
 
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
 """
@@ -15,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from zoo.analysis.report import ReportError, make_report, parse_tuned  # noqa: E402
+from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
+from zoo.analysis.report import ReportError, collect_runs, make_report, parse_tuned  # noqa: E402
 from zoo.engine.recipe import RecipeError, parse_seeds  # noqa: E402
 
 
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
                                         "model with the best mean validation main metric")
     parser.add_argument("--tune-seeds", help="seeds (e.g. 0-2) whose mean validation score a --tuned row picks on "
                                              "(default: every seed of each candidate)")
+    parser.add_argument("--diagnostics", action="store_true",
+                        help="append the LTGA attention diagnostics (q range, zeros, counterfactuals) per model and dataset")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     parser.add_argument("--markdown", type=Path, help="also write the report to this Markdown file")
     parser.add_argument("--csv", type=Path, help="also write the table (numbers, table units) to this CSV file")
@@ -40,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
         markdown, frame = make_report(args.paths, models, args.reference, args.metric, args.split, tuned,
                                       args.alpha, tune_seeds)
+        if args.diagnostics:
+            runs = collect_runs(args.paths)
+            runs = runs[runs.model.isin(models)] if models else runs
+            markdown += "\n## Attention diagnostics\n\n" + render_diagnostics(diagnostics_table(runs))
     except (ReportError, RecipeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

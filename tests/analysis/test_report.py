@@ -198,6 +198,8 @@ def test_cli_exits_2_with_a_clear_message(runs, tmp_path, capsys):
     assert "seeds '0-x' must look like 0-9 or 0,3,5" in capsys.readouterr().err
     assert tool.main([str(runs), "--tuned", "q=qfrozen_*", "--tune-seeds", "0-2"]) == 0
     assert "validation main metric over seeds 0-2 (never test)" in capsys.readouterr().out
+    assert tool.main([str(runs), "--diagnostics"]) == 2
+    assert "no run has LTGA attention diagnostics" in capsys.readouterr().err
 
 
 def _write_mae_run(root: Path, model: str, seed: int, val: float, test: float) -> None:

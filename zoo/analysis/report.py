@@ -122,7 +122,8 @@ def parse_tuned(spec: str | None) -> dict[str, str]:
     return tuned
 
 
-def _order_datasets(datasets) -> list[str]:
+def order_datasets(datasets) -> list[str]:
+    """Datasets in the paper's column order, then any others sorted."""
     known = [d for d in DATASET_ORDER if d in set(datasets)]
     return known + sorted(set(datasets) - set(known))
 
@@ -253,14 +254,14 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
     picks = {}
     for label, candidates in matched.items():
         picks[label] = {}
-        for dataset in _order_datasets(used.dataset):
+        for dataset in order_datasets(used.dataset):
             val = {m: _tuning_score(cells[m, dataset].val_main, tune_seeds, m, dataset)
                    for m in candidates if (m, dataset) in cells}
             if val:
                 best = pick_best(val, lower)
                 picks[label][dataset] = (best, val[best])
                 scores[label, dataset] = cells[best, dataset].score
-    return ResultsTable(metric=metric, split=split, rows=rows, datasets=_order_datasets(used.dataset),
+    return ResultsTable(metric=metric, split=split, rows=rows, datasets=order_datasets(used.dataset),
                         scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
                         percent=names <= PERCENT_METRICS, higher_is_better=higher,
                         picks=picks, tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None)

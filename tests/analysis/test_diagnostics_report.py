@@ -1,0 +1,51 @@
+"""diagnostics_table / render_diagnostics on run folders with hand-written LTGA diagnostics."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics
+from zoo.analysis.report import ReportError, collect_runs
+
+
+def write_run(root: Path, dataset: str, model: str, seed: int, q: list, zeros: list, cf: dict, agreement: list,
+              diagnostics: bool = True) -> None:
+    run = root / f"{dataset}_{model}" / "0123456789"
+    (run / f"seed{seed}").mkdir(parents=True, exist_ok=True)
+    (run / "config.yaml").write_text(yaml.safe_dump({"name": f"{dataset}_{model}", "dataset": dataset,
+                                                     "model": {"name": "ltga"}}))
+    curves = [{"epoch": 0, **{f"q_mean/layer0_head{h}": 1.0 for h in range(len(q))}},
+              {"epoch": 1, **{f"q_mean/layer0_head{h}": v for h, v in enumerate(q)}}, {"epoch": 2}]
+    block = {"accuracy": cf["trained"]}
+    metrics = {"seed": seed, "split": seed, "main_metric": "accuracy", "best_epoch": 1, "curves": curves,
+               "final": {"val": block, "test": block}}
+    if diagnostics:
+        metrics["diagnostics"] = {
+            "layers": [{"exact_zero": z} for z in zeros], "counterfactual": cf,
+            "label_agreement": [{"pruned": {"agreement": a, "n": 0 if a is None else 4}, "kept": {"agreement": 0.5, "n": 8}}
+                                for a in agreement]}
+    (run / f"seed{seed}" / "metrics.json").write_text(json.dumps(metrics))
+
+
+def test_means_over_seeds_at_the_best_epoch(tmp_path):
+    write_run(tmp_path, "cora", "ltga_head", 0, q=[0.8, 1.4], zeros=[0.0, 0.10],
+              cf={"trained": 0.80, "A_softmax": 0.78, "C_clamp_q": 0.80}, agreement=[None, 0.9])
+    write_run(tmp_path, "cora", "ltga_head", 1, q=[1.0, 1.6], zeros=[0.0, 0.30],
+              cf={"trained": 0.81, "A_softmax": 0.81, "C_clamp_q": 0.82}, agreement=[None, 0.7])
+    write_run(tmp_path, "texas", "gat", 0, q=[], zeros=[], cf={"trained": 0.5}, agreement=[], diagnostics=False)
+    table = diagnostics_table(collect_runs(tmp_path))
+    assert list(table.index) == [("ltga_head", "cora")]  # the GAT run has no diagnostics
+    row = table.loc[("ltga_head", "cora")]
+    assert row.n == 2 and row.q_min == pytest.approx(0.9) and row.q_max == pytest.approx(1.5)
+    assert row.zeros_l2 == pytest.approx(0.2) and row.zeros_l1 == 0.0
+    assert row.cf_a == pytest.approx((-2.0 + 0.0) / 2) and row.cf_c == pytest.approx((0.0 + 1.0) / 2)
+    assert row.agree_pruned == pytest.approx(0.8) and row.agree_kept == 0.5
+    text = render_diagnostics(table)
+    assert "| ltga_head | cora | 2 | 0.90 | 1.50 | 0.0 | 20.0 | -1.00 | +0.50 | 0.80 | 0.50 |" in text
+
+
+def test_no_diagnostics_is_a_clear_error(tmp_path):
+    write_run(tmp_path, "texas", "gat", 0, q=[], zeros=[], cf={"trained": 0.5}, agreement=[], diagnostics=False)
+    with pytest.raises(ReportError, match="no run has LTGA attention diagnostics"):
+        diagnostics_table(collect_runs(tmp_path))

@@ -1,0 +1,87 @@
+"""LTGA attention diagnostics over seeds: does q leave 1, does attention prune, does it matter?
+
+Reads the ``diagnostics`` block and the per-epoch q means that ``tools/train.py`` writes into each
+LTGA run's ``metrics.json`` and summarises them per (model, dataset), averaging over seeds:
+
+* ``q_min`` / ``q_max``: the smallest and largest per-head mean q at the selected (best) epoch,
+  over layers and heads, averaged over seeds (1.0 and 1.0: q never left 1);
+* ``zeros_l<k>``: the share of attention weights that are exactly 0 in layer k;
+* ``cf_a`` / ``cf_c``: counterfactual A (q forced to 1) and C (q clamped to >= 1) minus the
+  trained score, in points of the run's main metric;
+* ``agree_pruned`` / ``agree_kept``: label agreement of pruned and kept edges (training labels
+  only), averaged over the seeds and layers where such edges exist.
+
+    python tools/report.py runs/ltga --diagnostics
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from zoo.analysis.report import PERCENT_METRICS, ReportError, order_datasets
+
+
+def _seed_row(path: Path) -> dict | None:
+    metrics = json.loads((path / "metrics.json").read_text())
+    diagnostics = metrics.get("diagnostics")
+    if not isinstance(diagnostics, dict) or "counterfactual" not in diagnostics:
+        return None  # not an LTGA run (or a SigGate-GT one, whose diagnostics are per gate)
+    best = next((row for row in metrics.get("curves", []) if row.get("epoch") == metrics.get("best_epoch")), {})
+    q = [value for key, value in best.items() if key.startswith("q_mean/")]
+    scale = 100.0 if metrics.get("main_metric") in PERCENT_METRICS else 1.0
+    cf = diagnostics["counterfactual"]
+    row = {"q_min": min(q) if q else np.nan, "q_max": max(q) if q else np.nan}
+    for name, key in (("cf_a", "A_softmax"), ("cf_c", "C_clamp_q")):
+        row[name] = scale * (cf[key] - cf["trained"]) if key in cf else np.nan
+    for k, layer in enumerate(diagnostics.get("layers", []), 1):
+        row[f"zeros_l{k}"] = layer["exact_zero"]
+    for part in ("pruned", "kept"):
+        values = [layer[part]["agreement"] for layer in diagnostics.get("label_agreement", [])
+                  if layer[part]["agreement"] is not None]
+        row[f"agree_{part}"] = float(np.mean(values)) if values else np.nan
+    return row
+
+
+def diagnostics_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean over seeds of each diagnostic, one row per (model, dataset) that has LTGA diagnostics.
+
+    ``runs`` is :func:`zoo.analysis.report.collect_runs` output (its ``path`` column is read).
+
+    >>> diagnostics_table(collect_runs("runs/ltga")).loc[("ltga_edge", "cora"), "zeros_l2"]  # doctest: +SKIP
+    """
+    rows = []
+    for record in runs.itertuples():
+        row = _seed_row(Path(record.path))
+        if row is not None:
+            rows.append({"model": record.model, "dataset": record.dataset, "seed": record.seed, **row})
+    if not rows:
+        raise ReportError("no run has LTGA attention diagnostics (metrics.json 'diagnostics' with counterfactuals)")
+    frame = pd.DataFrame(rows)
+    order = {name: i for i, name in enumerate(order_datasets(frame.dataset))}
+    table = frame.drop(columns="seed").groupby(["model", "dataset"]).mean()
+    table["n"] = frame.groupby(["model", "dataset"]).size()
+    return table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+
+
+def render_diagnostics(table: pd.DataFrame) -> str:
+    """The diagnostics table as Markdown (NaN shown as '-')."""
+    zeros = sorted((c for c in table.columns if c.startswith("zeros_l")), key=lambda c: int(c[7:]))
+    header = ["model", "dataset", "n", "q min", "q max", *(f"zeros L{c[7:]} %" for c in zeros),
+              "A: q=1", "C: q>=1", "agree pruned", "agree kept"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+    def fmt(value, spec):
+        return "-" if pd.isna(value) else format(value, spec)
+
+    for (model, dataset), row in table.iterrows():
+        cells = [model, dataset, str(int(row.n)), fmt(row.q_min, ".2f"), fmt(row.q_max, ".2f"),
+                 *(fmt(100 * row[c], ".1f") for c in zeros), fmt(row.cf_a, "+.2f"), fmt(row.cf_c, "+.2f"),
+                 fmt(row.agree_pruned, ".2f"), fmt(row.agree_kept, ".2f")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines + ["", "Means over seeds. q min / max: per-head mean q at the selected epoch; "
+                                  "A and C: counterfactual minus trained score, in points of the main metric; "
+                                  "agree: share of pruned / kept edges (between training nodes) whose ends "
+                                  "share a label."]) + "\n"
