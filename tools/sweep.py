@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
+from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
 
@@ -25,16 +26,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
     parser.add_argument("--out", default="runs", help="output root (default: runs)")
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), cuda, cuda:<index> or auto (CUDA when available); not part of the recipe")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
     args = parser.parse_args(argv)
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
         seeds = parse_seeds(args.seeds) if args.seeds else None
-    except RecipeError as err:
+        resolve_device(args.device)
+    except (RecipeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress)
+        results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
+                            device=args.device)
     except KeyboardInterrupt:
         print("\ninterrupted: finished seeds are kept and the running one resumes from its last "
               "checkpoint; rerun the same command to continue", file=sys.stderr)

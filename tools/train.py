@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa: E402
+from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
 
@@ -28,16 +29,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
     parser.add_argument("--out", default="runs", help="output root (default: runs)")
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), cuda, cuda:<index> or auto (CUDA when available); not part of the recipe")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     try:
         recipe = load_recipe(args.recipe, args.overrides, epochs=args.epochs)
         seeds = parse_seeds(args.seeds) if args.seeds else None
-    except RecipeError as err:
+        resolve_device(args.device)
+    except (RecipeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet)
+        run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet, device=args.device)
     except DatasetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

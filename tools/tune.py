@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe  # noqa: E402
+from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 from zoo.engine.tuning import tune_and_run  # noqa: E402
 
@@ -29,13 +30,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="override a key in every recipe (repeatable)")
     parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
     parser.add_argument("--out", default="runs", help="output root (default: runs)")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), cuda, cuda:<index> or auto (CUDA when available); not part of the recipe")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
     args = parser.parse_args(argv)
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
+        resolve_device(args.device)
         picks = tune_and_run(recipes, args.out, tune_seeds=parse_seeds(args.tune_seeds),
-                             seeds=parse_seeds(args.seeds), progress=args.progress)
-    except RecipeError as err:
+                             seeds=parse_seeds(args.seeds), progress=args.progress, device=args.device)
+    except (RecipeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -51,7 +51,7 @@ def random_prune(learned: list[torch.Tensor], generator: torch.Generator) -> Cal
         zeros = (next(layer) == 0).to(attention.dtype)
         count = dgl.ops.copy_e_sum(graph, zeros)
         _, dst = graph.edges()
-        noise = torch.rand(attention.shape, generator=generator, dtype=torch.float64)
+        noise = torch.rand(attention.shape, generator=generator, dtype=torch.float64).to(attention.device)
         rank = torch.stack([segment_rank(dst, noise[:, h]) for h in range(attention.shape[1])], 1)
         keep = (rank >= count[dst]).to(attention.dtype)
         kept = attention * keep

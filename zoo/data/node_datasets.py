@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import dgl
@@ -32,6 +32,13 @@ class NodeData:
     num_classes: int
     split: int
     card: dict = field(repr=False)
+
+    def to(self, device) -> "NodeData":
+        """A copy with the graph, features, labels and masks on ``device`` (self when already there)."""
+        if self.features.device == torch.device(device):
+            return self
+        return replace(self, graph=self.graph.to(device), features=self.features.to(device),
+                       labels=self.labels.to(device), **{name: getattr(self, name).to(device) for name in MASKS})
 
 
 def load_node_dataset(

@@ -1,6 +1,7 @@
 """Atomic checkpoint files: a kill mid-write never leaves a half-written file behind."""
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tempfile
@@ -26,6 +27,16 @@ def _atomic_write(path: Path, write) -> None:
 def save_checkpoint(state: dict, path: str | Path) -> None:
     """``torch.save`` to ``path`` through a temporary file and an atomic rename."""
     _atomic_write(Path(path), lambda handle: torch.save(state, handle))
+
+
+def cpu_state_dict(module: torch.nn.Module) -> dict:
+    """A copy of ``module.state_dict()`` whose tensors are on the CPU (a deep copy on the CPU path)."""
+    state = module.state_dict()
+    if all(tensor.device.type == "cpu" for tensor in state.values()):
+        return copy.deepcopy(state)
+    copied = type(state)((key, tensor.detach().cpu()) for key, tensor in state.items())
+    copied._metadata = getattr(state, "_metadata", None)
+    return copied
 
 
 def load_checkpoint(path: str | Path) -> dict:

@@ -7,7 +7,6 @@ reached uninterrupted. Under torchrun only rank 0 writes checkpoints, events and
 """
 from __future__ import annotations
 
-import copy
 import math
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm.auto import tqdm
 
-from zoo.engine.checkpoint import load_checkpoint, save_checkpoint
+from zoo.engine.checkpoint import cpu_state_dict, load_checkpoint, save_checkpoint
 from zoo.engine.distributed import is_main
 from zoo.engine.reproducibility import rng_state, set_rng_state
 
@@ -51,7 +50,7 @@ def run_epochs(
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
     state = {"epoch": 0, "best": math.inf if mode == "min" else -math.inf, "best_epoch": -1, "bad_epochs": 0,
-             "best_model": copy.deepcopy(model.state_dict()), "curves": [], "train_seconds": 0.0}
+             "best_model": cpu_state_dict(model), "curves": [], "train_seconds": 0.0}
     last_path = Path(run_dir) / LAST
     if last_path.exists():
         saved = load_checkpoint(last_path)
@@ -79,12 +78,12 @@ def run_epochs(
             state["curves"].append(row)
             if better(row[monitor], state["best"]):
                 state.update(best=row[monitor], best_epoch=state["epoch"], bad_epochs=0,
-                             best_model=copy.deepcopy(model.state_dict()))
+                             best_model=cpu_state_dict(model))
             else:
                 state["bad_epochs"] += 1
             state["epoch"] += 1
             if main:
-                save_checkpoint({"model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
+                save_checkpoint({"model": cpu_state_dict(model), "optimizers": [o.state_dict() for o in optimizers],
                                  "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
                                  "state": state}, last_path)
                 for key, value in row.items():

@@ -23,12 +23,13 @@ def run_folder(recipe: Recipe, out: str | Path = "runs") -> Path:
 
 
 def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | None = None,
-               force: bool = False, progress: bool = True) -> dict:
+               force: bool = False, progress: bool = True, device: str = "cpu") -> dict:
     """Train every seed (the recipe's, or ``seeds``), skipping finished ones unless ``force``.
 
     Returns the summary (mean and sd of every final metric) also written to ``summary.json``.
     Launched by torchrun, graph tasks train data-parallel and only rank 0 writes and prints
-    (other ranks return an empty dict); node classification refuses to.
+    (other ranks return an empty dict); node classification refuses to. ``device``: ``cpu``
+    (default), ``cuda[:k]`` or ``auto``; it is not part of the recipe or its hash.
 
     >>> from zoo.engine.recipe import load_recipe                     # doctest: +SKIP
     >>> run_recipe(load_recipe("recipes/cora_gat.yaml"), seeds=[0, 1])  # doctest: +SKIP
@@ -65,7 +66,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
         if rank0:
             (seed_dir / "config.yaml").write_text(resolved)
             write_json(environment(), seed_dir / "environment.json")
-        metrics = train(recipe, data, seed, seed_dir, progress=progress)
+        metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
         if not rank0:
             continue
         main = metrics["main_metric"]
@@ -83,7 +84,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
 
 
 def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[int] | None = None,
-              force: bool = False, progress: bool = False) -> dict[str, dict | str]:
+              force: bool = False, progress: bool = False, device: str = "cpu") -> dict[str, dict | str]:
     """Run several recipes one after another; a dataset error skips that recipe, not the sweep.
 
     Returns ``{recipe name: summary}``, or the error message for recipes that could not run.
@@ -92,7 +93,7 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     for index, recipe in enumerate(recipes, 1):
         print(f"\n[{index}/{len(recipes)}] {recipe.name}")
         try:
-            results[recipe.name] = run_recipe(recipe, out, seeds=seeds, force=force, progress=progress)
+            results[recipe.name] = run_recipe(recipe, out, seeds=seeds, force=force, progress=progress, device=device)
         except DatasetError as err:
             print(f"skipped {recipe.name}: {err}")
             results[recipe.name] = str(err)

@@ -3,6 +3,7 @@ AdamW, optional cosine schedule with linear warm-up, model selection on the vali
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -13,6 +14,7 @@ from torch.utils.tensorboard import SummaryWriter
 from zoo.analysis.gate_diagnostics import gate_diagnostics
 from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
+from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
 from zoo.engine.epoch_loop import finish, run_epochs
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
@@ -46,13 +48,14 @@ def rank_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> torc
     return loss(prediction[labelled], target[labelled], reduction="sum") * size / count
 
 
-def predict(model, loader) -> tuple[torch.Tensor, torch.Tensor]:
-    """Model outputs and targets over a whole loader, in loader order (eval mode, no grad)."""
+def predict(model, loader, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """Model outputs and targets over a whole loader, in loader order (eval mode, no grad), on the
+    CPU; the batches run on ``device`` (the model's)."""
     model.eval()
     outputs, targets = [], []
     with torch.no_grad():
         for graphs, target in loader:
-            outputs.append(model(graphs))
+            outputs.append(model(graphs.to(device)).cpu())
             targets.append(target)
     return torch.cat(outputs), torch.cat(targets)
 
@@ -65,13 +68,15 @@ def build_graph_model(recipe: Recipe, num_outputs: int):
 
 def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, progress: bool = True,
                       on_epoch_end: Callable[[int, dict], None] | None = None, model=None,
-                      extra_metrics: tuple[str, ...] = ()) -> dict:
+                      extra_metrics: tuple[str, ...] = (), device: str | torch.device = "cpu") -> dict:
     """Train ``recipe``'s model on ``data`` (a :class:`zoo.data.GraphData`) for one seed.
 
     ``model``: start from this module (e.g. pretrained weights with a new head) instead of a
     fresh one built from the recipe; parameters with ``requires_grad=False`` stay frozen.
     ``extra_metrics``: more :func:`zoo.engine.graph_metrics.graph_metric` names reported per
-    split in ``final`` (model selection still uses the card's metric).
+    split in ``final`` (model selection still uses the card's metric). ``device``: where the model
+    and the batches live (:func:`zoo.engine.devices.resolve_device`); metrics, checkpoints and
+    the gate diagnostics are computed on the CPU.
 
     The epoch with the best validation metric (the card's: MAE down, ROC-AUC / AP up) gives the
     final metrics; ``optim.patience`` epochs without improvement stop early. Writes ``best.pt``,
@@ -81,6 +86,9 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     seed_everything(seed)
+    device = resolve_device(device)
+    if device.type != "cpu" and world()[1] > 1:
+        raise ValueError(f"device {device} under torchrun: scale-out runs CPU ranks (gloo) only; use --device cpu")
     if model is None:
         model = build_graph_model(recipe, data.num_tasks)
     if hasattr(model, "pe_spec"):
@@ -88,6 +96,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
             data.add_positional_encodings(model.pe_spec(), progress=progress and is_main())
     loaders = make_dataloaders(data, recipe.optim.batch_size, seed=seed)
     train_loader = shard_train_loader(loaders["train"])  # this rank's part of each batch
+    model = model.to(device)
     trained = model if world()[1] == 1 else torch.nn.parallel.DistributedDataParallel(model)
     optim = recipe.optim
     kind = torch.optim.AdamW if optim.optimizer == "adamw" else torch.optim.Adam
@@ -102,6 +111,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         total, count = 0.0, 0
         for graphs, target in train_loader:
             optimizer.zero_grad()
+            graphs, target = graphs.to(device), target.to(device)
             loss = rank_loss(trained(graphs), target, data.task)
             loss.backward()
             if optim.clip_grad_norm > 0:
@@ -114,7 +124,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     def evaluate() -> dict:
         row = {}
         for split in ("val", "test"):
-            output, target = sharded_predict(predict, model, loaders[split])
+            output, target = sharded_predict(partial(predict, device=device), model, loaders[split])
             row[f"{split}_loss"] = float(masked_loss(output, target, data.task))
             row[f"{split}_{metric}"] = graph_metric(metric, target, output)
         return row
@@ -126,14 +136,14 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     model.load_state_dict(state["best_model"])
     final = {}
     for split, loader in loaders.items():
-        output, target = sharded_predict(predict, model, loader)
+        output, target = sharded_predict(partial(predict, device=device), model, loader)
         final[split] = {name: graph_metric(name, target, output) for name in dict.fromkeys((metric, *extra_metrics))}
         final[split]["loss"] = float(masked_loss(output, target, data.task))
     if not is_main():
         return {}
     save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
                     run_dir / "best.pt")
-    diagnostics = _gate_diagnostics(model, loaders["val"], run_dir)
+    diagnostics = _gate_diagnostics(model.cpu(), loaders["val"], run_dir)
     metrics = {
         "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric,
         "split_source": data.split_source, "split_sizes": data.sizes,

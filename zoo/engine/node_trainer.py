@@ -10,6 +10,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 from zoo.analysis.counterfactuals import ltga_diagnostics
 from zoo.engine.checkpoint import save_checkpoint, write_json
+from zoo.engine.devices import resolve_device
 from zoo.engine.epoch_loop import finish, run_epochs
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.recipe import Recipe
@@ -25,6 +26,7 @@ def train_node_classifier(
     *,
     progress: bool = True,
     on_epoch_end: Callable[[int, dict], None] | None = None,
+    device: str | torch.device = "cpu",
 ) -> dict:
     """Train ``recipe``'s model on ``data`` (a :class:`zoo.data.NodeData`) for one seed.
 
@@ -32,12 +34,16 @@ def train_node_classifier(
     ``best.pt``, TensorBoard events and ``metrics.json`` into ``run_dir`` and resumes from
     ``last.pt`` if a killed run left one (see :func:`zoo.engine.epoch_loop.run_epochs`).
     ``on_epoch_end(epoch, row)`` is called after each epoch's checkpoint is safely written.
+    ``device`` (see :func:`zoo.engine.devices.resolve_device`) holds the model and the graph.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     seed_everything(seed)
+    device = resolve_device(device)
     options = {k: v for k, v in recipe.model.items() if k != "name"}
     model = create_model(recipe.model["name"], in_feats=data.features.shape[1], num_classes=data.num_classes, **options)
+    if device.type != "cpu":
+        model, data = model.to(device), data.to(device)
     optimizers = _optimizers(model, recipe.optim)
     masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
     main_metric = data.card.get("metric", "accuracy")

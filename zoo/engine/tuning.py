@@ -24,7 +24,7 @@ def grid_name(recipes: list[Recipe]) -> str:
 
 
 def tune_and_run(recipes: list[Recipe], out: str | Path = "runs", *, tune_seeds: list[int], seeds: list[int],
-                 progress: bool = False) -> dict[str, dict]:
+                 progress: bool = False, device: str = "cpu") -> dict[str, dict]:
     """Pick per dataset on ``tune_seeds`` and run the pick on ``seeds``; returns ``{dataset: pick record}``.
 
     A record holds the grid name, the tuning seeds, every candidate's validation mean, the pick,
@@ -46,7 +46,8 @@ def tune_and_run(recipes: list[Recipe], out: str | Path = "runs", *, tune_seeds:
     picks = {}
     for dataset, group in groups.items():
         print(f"\n== tuning {len(group)} candidate(s) on {dataset}, validation over seeds {tune_seeds}")
-        summaries = {name: s for name, s in run_sweep(group, out, seeds=tune_seeds, progress=progress).items()
+        summaries = {name: s for name, s in run_sweep(group, out, seeds=tune_seeds, progress=progress,
+                                                                 device=device).items()
                      if isinstance(s, dict)}
         if not summaries:
             picks[dataset] = {"grid": grid_name(group), "error": "no candidate could run (data missing)"}
@@ -58,7 +59,7 @@ def tune_and_run(recipes: list[Recipe], out: str | Path = "runs", *, tune_seeds:
               f"running it on seeds {seeds}")
         chosen = next(r for r in group if r.name == best)
         record = {"grid": grid_name(group), "dataset": dataset, "main_metric": main, "tune_seeds": list(tune_seeds),
-                  "validation": val, "pick": best, "summary": run_recipe(chosen, out, seeds=seeds, progress=progress)}
+                  "validation": val, "pick": best, "summary": run_recipe(chosen, out, seeds=seeds, progress=progress, device=device)}
         write_json(record, Path(out) / "tuning" / f"{record['grid']}.json")
         picks[dataset] = record
     return picks
