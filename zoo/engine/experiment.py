@@ -73,6 +73,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
         print(f"seed {seed} (split {metrics['split']}, {metrics['num_parameters']:,} parameters): best epoch {metrics['best_epoch']}, "
               f"val {main} {metrics['final']['val'][main]:.4f}, test {main} {metrics['final']['test'][main]:.4f}")
         runs.append(metrics)
+    barrier()  # every seed's files are written before any rank reads them (e.g. tools/tune.py)
     if not rank0:
         return {}
     summary = {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],
@@ -89,14 +90,15 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
 
     Returns ``{recipe name: summary}``, or the error message for recipes that could not run.
     """
+    say = print if is_main() else (lambda *args, **kwargs: None)
     results: dict[str, dict | str] = {}
     for index, recipe in enumerate(recipes, 1):
-        print(f"\n[{index}/{len(recipes)}] {recipe.name}")
+        say(f"\n[{index}/{len(recipes)}] {recipe.name}")
         try:
             results[recipe.name] = run_recipe(recipe, out, seeds=seeds, force=force, progress=progress, device=device)
         except DatasetError as err:
-            print(f"skipped {recipe.name}: {err}")
+            say(f"skipped {recipe.name}: {err}")
             results[recipe.name] = str(err)
     failed = [name for name, result in results.items() if isinstance(result, str)]
-    print(f"\nsweep done: {len(results) - len(failed)} recipe(s) ran" + (f", skipped: {', '.join(failed)}" if failed else ""))
+    say(f"\nsweep done: {len(results) - len(failed)} recipe(s) ran" + (f", skipped: {', '.join(failed)}" if failed else ""))
     return results

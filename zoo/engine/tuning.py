@@ -8,12 +8,14 @@ reused, so a tuning run resumes like a sweep. The pick is written to
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from zoo.analysis.report import LOWER_IS_BETTER, pick_best
 from zoo.engine.checkpoint import write_json
-from zoo.engine.experiment import run_recipe, run_sweep
+from zoo.engine.distributed import is_main
+from zoo.engine.experiment import run_folder, run_recipe, run_sweep
 from zoo.engine.recipe import Recipe, RecipeError
 
 
@@ -43,23 +45,35 @@ def tune_and_run(recipes: list[Recipe], out: str | Path = "runs", *, tune_seeds:
     groups: dict[str, list[Recipe]] = {}
     for recipe in recipes:
         groups.setdefault(recipe.dataset, []).append(recipe)
+    say = print if is_main() else (lambda *args, **kwargs: None)
     picks = {}
     for dataset, group in groups.items():
-        print(f"\n== tuning {len(group)} candidate(s) on {dataset}, validation over seeds {tune_seeds}")
-        summaries = {name: s for name, s in run_sweep(group, out, seeds=tune_seeds, progress=progress,
-                                                                 device=device).items()
-                     if isinstance(s, dict)}
-        if not summaries:
+        say(f"\n== tuning {len(group)} candidate(s) on {dataset}, validation over seeds {tune_seeds}")
+        ran = run_sweep(group, out, seeds=tune_seeds, progress=progress, device=device)
+        candidates = [recipe for recipe in group if not isinstance(ran[recipe.name], str)]
+        if not candidates:
             picks[dataset] = {"grid": grid_name(group), "error": "no candidate could run (data missing)"}
             continue
-        main = next(iter(summaries.values()))["main_metric"]
-        val = {name: s["metrics"]["val"][main]["mean"] for name, s in summaries.items()}
+        # read back from the run folders, so that every torchrun rank makes the same pick
+        main, val = _validation_means(candidates, out, tune_seeds)
         best = pick_best(val, main in LOWER_IS_BETTER)
-        print(f"\n== {dataset}: picked {best} (validation {main} {val[best]:.4f} over seeds {tune_seeds}); "
-              f"running it on seeds {seeds}")
+        say(f"\n== {dataset}: picked {best} (validation {main} {val[best]:.4f} over seeds {tune_seeds}); "
+            f"running it on seeds {seeds}")
         chosen = next(r for r in group if r.name == best)
+        summary = run_recipe(chosen, out, seeds=seeds, progress=progress, device=device)
         record = {"grid": grid_name(group), "dataset": dataset, "main_metric": main, "tune_seeds": list(tune_seeds),
-                  "validation": val, "pick": best, "summary": run_recipe(chosen, out, seeds=seeds, progress=progress, device=device)}
-        write_json(record, Path(out) / "tuning" / f"{record['grid']}.json")
+                  "validation": val, "pick": best, "summary": summary}
+        if is_main():
+            write_json(record, Path(out) / "tuning" / f"{record['grid']}.json")
         picks[dataset] = record
     return picks
+
+
+def _validation_means(recipes: list[Recipe], out, seeds: list[int]) -> tuple[str, dict[str, float]]:
+    """The main metric's name and each recipe's mean validation value over ``seeds``."""
+    val, main = {}, None
+    for recipe in recipes:
+        runs = [json.loads((run_folder(recipe, out) / f"seed{seed}" / "metrics.json").read_text()) for seed in seeds]
+        main = runs[0]["main_metric"]
+        val[recipe.name] = sum(run["final"]["val"][main] for run in runs) / len(runs)
+    return main, val
