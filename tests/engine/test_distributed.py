@@ -48,7 +48,8 @@ def _launch(args, tmp_path, out, ranks=None):
         if ranks else [sys.executable]
     done = subprocess.run(launcher + [str(ROOT / "tests/engine/ddp_driver.py"), *args, str(tmp_path / out)],
                           capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, "\n".join(line for line in done.stderr.splitlines()
+                                            if "Error" in line or "Traceback" in line or "File " in line)[-4000:]
     return json.loads((tmp_path / out / "metrics.json").read_text()), torch.load(tmp_path / out / "best.pt")
 
 

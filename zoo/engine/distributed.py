@@ -15,6 +15,7 @@ graphs than ranks is dropped.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 
@@ -39,7 +40,14 @@ def init_from_env() -> bool:
         return False
     if not dist.is_initialized():
         dist.init_process_group(backend="gloo")
+        atexit.register(_shutdown)
     return True
+
+
+def _shutdown() -> None:
+    """Close the process group at exit (no barrier: a rank that failed must not wait for the others)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def world() -> tuple[int, int]:
