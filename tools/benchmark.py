@@ -3,6 +3,8 @@
     python tools/benchmark.py ops                       # edge normalisers vs edge_softmax
     python tools/benchmark.py ops --edges 1e4 1e5 --heads 8 --repeats 5
     python tools/benchmark.py layers                    # LTGA-Head / LTGA-Edge step vs GATv2 step
+    python tools/benchmark.py layers --nodes 3327 --edges 9104 --features 3703 --density 0.0085  # CiteSeer-like,
+                                                        # plus LTGA-Head with sparse_features
     python tools/benchmark.py gps                       # SigGate-GT step vs ungated GPS step
 """
 from __future__ import annotations
@@ -23,7 +25,8 @@ def _ops(args: argparse.Namespace) -> None:
 def _layers(args: argparse.Namespace) -> None:
     from zoo.models.benchmark import benchmark_layers
 
-    benchmark_layers(nodes=args.nodes, edges=int(float(args.edges)), feats=args.features, repeats=args.repeats)
+    benchmark_layers(nodes=args.nodes, edges=int(float(args.edges)), feats=args.features, repeats=args.repeats,
+                     density=args.density)
 
 
 def _gps(args: argparse.Namespace) -> None:
@@ -45,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     layers.add_argument("--edges", default="10556", help="edges before self-loops (default: Cora's)")
     layers.add_argument("--features", type=int, default=1433, help="input features (default: Cora's)")
     layers.add_argument("--repeats", type=int, default=20, help="timed steps per model (median)")
+    layers.add_argument("--density", type=float, help="0/1 bag-of-words features at this density, and a "
+                                                       "row for LTGA-Head with sparse_features")
     layers.set_defaults(func=_layers)
     gps = commands.add_parser("gps", help="training step of SigGate-GT against the ungated GPS model")
     gps.add_argument("--batch-size", type=int, default=32, help="molecules per batch (default 32, ZINC's)")

@@ -99,3 +99,25 @@ def test_bad_options_name_the_value():
         LTGAConv(4, 2, 1, delta=2)
     with pytest.raises(ValueError, match="self-loops"):
         LTGAConv(4, 2, 1)(dgl.graph(([0], [1]), num_nodes=2), torch.randn(2, 4))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_sparse_features_give_the_dense_forward_and_gradients(training):
+    graph = dgl.add_self_loop(dgl.rand_graph(30, 120))
+    generator = torch.Generator().manual_seed(3)
+    x = torch.rand(30, 50, generator=generator) * (torch.rand(30, 50, generator=generator) < 0.1)
+    outputs, grads = [], []
+    for sparse in (False, True):
+        torch.manual_seed(0)
+        model = create_model("ltga", in_feats=50, num_classes=3, hidden=4, heads=2, dropout=0.5,
+                             attn_dropout=0.0, sparse_features=sparse)
+        model.train(training)
+        torch.manual_seed(1)  # same dropout masks on both paths
+        out = model(graph, x)
+        out.square().sum().backward()
+        outputs.append(out)
+        grads.append(model.convs[0].fc_src.weight.grad)
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-6)
+    if training:  # dropout really acted: an eval-mode forward differs
+        assert not torch.allclose(outputs[0], model.eval()(graph, x))

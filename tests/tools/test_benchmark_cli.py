@@ -16,3 +16,10 @@ def test_layers_and_gps_tables(capsys):
         assert row in out
     peers = [line for line in out.splitlines() if line.startswith(("| gatv2 |", "| gps |"))]
     assert len(peers) == 2 and all(line.endswith("| 1.000 |") for line in peers)  # each peer's own ratio
+
+
+def test_layers_with_sparse_features(capsys):
+    assert benchmark_cli.main(["layers", "--nodes", "60", "--edges", "300", "--features", "40", "--repeats", "1",
+                               "--density", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "| ltga_head_sparse |" in out and "0/1 bag-of-words at density 0.05" in out

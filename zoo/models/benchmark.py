@@ -64,17 +64,30 @@ def random_graph(nodes: int, edges: int, seed: int = 0) -> dgl.DGLGraph:
 
 
 def benchmark_layers(nodes: int = 2708, edges: int = 10556, feats: int = 1433, classes: int = 7,
-                     repeats: int = 20) -> dict[str, float]:
-    """Median training step of GATv2, LTGA-Head and LTGA-Edge (2 layers, 8 x 64, the paper's backbone)."""
+                     repeats: int = 20, density: float | None = None) -> dict[str, float]:
+    """Median training step of GATv2, LTGA-Head and LTGA-Edge (2 layers, 8 x 64, the paper's backbone).
+
+    With ``density`` the features are random 0/1 bag-of-words at that density and LTGA-Head also
+    runs with ``sparse_features=True`` (row ``ltga_head_sparse``).
+    """
+    if density is not None and not 0 < density < 1:
+        raise ValueError(f"density must lie in (0, 1), got {density}")
     graph = random_graph(nodes, edges)
     gen = torch.Generator().manual_seed(1)
-    x, y = torch.randn(nodes, feats, generator=gen), torch.randint(0, classes, (nodes,), generator=gen)
+    x = torch.randn(nodes, feats, generator=gen) if density is None else \
+        (torch.rand(nodes, feats, generator=gen) < density).float()
+    y = torch.randint(0, classes, (nodes,), generator=gen)
     loss = lambda model: F.cross_entropy(model(graph, x), y)
     models = {"gatv2": create_model("gatv2", in_feats=feats, num_classes=classes),
               "ltga_head": create_model("ltga", in_feats=feats, num_classes=classes, q_mode="head"),
               "ltga_edge": create_model("ltga", in_feats=feats, num_classes=classes, q_mode="edge")}
+    if density is not None:
+        models["ltga_head_sparse"] = create_model("ltga", in_feats=feats, num_classes=classes, q_mode="head",
+                                                  sparse_features=True)
     ms = _median_step_ms({name: _train_step(model, loss) for name, model in models.items()}, repeats)
-    _print_table(f"layers: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {feats} features", ms, "gatv2")
+    kind = "random normal" if density is None else f"0/1 bag-of-words at density {density:g}"
+    _print_table(f"layers: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {feats} {kind} features",
+                 ms, "gatv2")
     return ms
 
 

@@ -13,6 +13,9 @@ from zoo.nn.ltga_conv import LTGAConv
 class LTGA(nn.Module):
     """``layers`` LTGAConv layers, ELU between them, heads concatenated inside and averaged at the
     output (the seed paper's backbone). ``q_mode="global"`` shares one index logit by all layers.
+    ``sparse_features=True`` feeds the first layer the features as a sparse tensor (the same
+    function and dropout masks, a sparse matmul: much faster on bag-of-words features such as
+    CiteSeer's 3703 columns at 0.85% density; float rounding differs from the dense path).
 
     >>> model = create_model("ltga", in_feats=1433, num_classes=7, q_mode="edge")  # doctest: +SKIP
     """
@@ -20,8 +23,9 @@ class LTGA(nn.Module):
     def __init__(self, in_feats: int, num_classes: int, hidden: int = 64, heads: int = 8, layers: int = 2,
                  dropout: float = 0.4, attn_dropout: float = 0.4, negative_slope: float = 0.2,
                  normaliser: str = "qsoftmax", q_mode: str = "head", q: float = 1.0, delta: float = 1.0,
-                 alpha: float = 1.5, control: str = "none", scoring: str = "gatv2"):
+                 alpha: float = 1.5, control: str = "none", scoring: str = "gatv2", sparse_features: bool = False):
         super().__init__()
+        self.sparse_features = bool(sparse_features)
         if layers < 1 or heads < 1:
             raise ValueError(f"layers and heads must be >= 1, got layers={layers}, heads={heads}")
         shared = nn.Parameter(torch.zeros(())) if q_mode == "global" and normaliser == "qsoftmax" else None
@@ -48,7 +52,7 @@ class LTGA(nn.Module):
         return [conv.last_q for conv in self.layers() if torch.is_tensor(conv.last_q)]
 
     def forward(self, graph, features: torch.Tensor) -> torch.Tensor:
-        h = features
+        h = features.to_sparse() if self.sparse_features and not features.is_sparse else features
         for conv in self.convs:
             h = conv(graph, h).flatten(1)
         return self.out(graph, h).mean(1)
