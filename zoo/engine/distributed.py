@@ -62,6 +62,12 @@ def is_main() -> bool:
     return world()[0] == 0
 
 
+def say(*args, **kwargs) -> None:
+    """``print`` on rank 0 only (every process prints outside torchrun)."""
+    if is_main():
+        print(*args, **kwargs)
+
+
 def barrier() -> None:
     """Wait for every rank (no-op in a single process)."""
     if world()[1] > 1:

@@ -10,7 +10,7 @@ import yaml
 from zoo.analysis import format_summary, summarize_seeds
 from zoo.data import DatasetError, load_graph_dataset, load_node_dataset
 from zoo.engine.checkpoint import write_json
-from zoo.engine.distributed import barrier, init_from_env, is_main, main_first, requested_world_size
+from zoo.engine.distributed import barrier, init_from_env, is_main, main_first, requested_world_size, say
 from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
@@ -39,7 +39,6 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                           "scale out with torchrun; run it as a single process (python tools/train.py ...)")
     init_from_env()
     rank0 = is_main()
-    say = print if rank0 else (lambda *args, **kwargs: None)
     base = run_folder(recipe, out)
     base.mkdir(parents=True, exist_ok=True)
     resolved = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
@@ -90,7 +89,6 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
 
     Returns ``{recipe name: summary}``, or the error message for recipes that could not run.
     """
-    say = print if is_main() else (lambda *args, **kwargs: None)
     results: dict[str, dict | str] = {}
     for index, recipe in enumerate(recipes, 1):
         say(f"\n[{index}/{len(recipes)}] {recipe.name}")

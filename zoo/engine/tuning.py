@@ -14,7 +14,7 @@ from pathlib import Path
 
 from zoo.analysis.report import LOWER_IS_BETTER, pick_best
 from zoo.engine.checkpoint import write_json
-from zoo.engine.distributed import is_main
+from zoo.engine.distributed import is_main, say
 from zoo.engine.experiment import run_folder, run_recipe, run_sweep
 from zoo.engine.recipe import Recipe, RecipeError
 
@@ -45,7 +45,6 @@ def tune_and_run(recipes: list[Recipe], out: str | Path = "runs", *, tune_seeds:
     groups: dict[str, list[Recipe]] = {}
     for recipe in recipes:
         groups.setdefault(recipe.dataset, []).append(recipe)
-    say = print if is_main() else (lambda *args, **kwargs: None)
     picks = {}
     for dataset, group in groups.items():
         say(f"\n== tuning {len(group)} candidate(s) on {dataset}, validation over seeds {tune_seeds}")
