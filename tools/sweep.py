@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
+from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
@@ -21,13 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recipes", nargs="+", help="YAML recipes")
     parser.add_argument("--seeds", help="seeds, e.g. 0-9 (default: each recipe's)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a key in every recipe (repeatable)")
-    parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
-    parser.add_argument("--out", default="runs", help="output root (default: runs)")
+    add_run_options(parser, "override a key in every recipe (repeatable)")
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
-    parser.add_argument("--device", default="cpu",
-                        help="cpu (default), cuda, cuda:<index> or auto (CUDA when available); not part of the recipe")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
     args = parser.parse_args(argv)
     try:
@@ -41,8 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
                             device=args.device)
     except KeyboardInterrupt:
-        print("\ninterrupted: finished seeds are kept and the running one resumes from its last "
-              "checkpoint; rerun the same command to continue", file=sys.stderr)
+        print(f"\n{RESUME_HINT}", file=sys.stderr)
         return 130
     return 1 if any(isinstance(result, str) for result in results.values()) else 0
 

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa: E402
+from zoo.engine.cli import add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
@@ -24,13 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("recipe", help="a YAML recipe, e.g. recipes/cora_gat.yaml")
     parser.add_argument("--seeds", help="seeds to run, e.g. 0-9 or 0,3,5 (default: the recipe's)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a recipe key, e.g. --set model.heads=4 (repeatable)")
-    parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
-    parser.add_argument("--out", default="runs", help="output root (default: runs)")
+    add_run_options(parser, "override a recipe key, e.g. --set model.heads=4 (repeatable)")
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
-    parser.add_argument("--device", default="cpu",
-                        help="cpu (default), cuda, cuda:<index> or auto (CUDA when available); not part of the recipe")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     try:

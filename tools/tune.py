@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe  # noqa: E402
+from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 from zoo.engine.tuning import tune_and_run  # noqa: E402
@@ -26,12 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("recipes", nargs="+", help="YAML recipes: the candidates (one grid per dataset)")
     parser.add_argument("--tune-seeds", default="0-2", help="seeds the pick is made on (default: 0-2)")
     parser.add_argument("--seeds", default="0-9", help="seeds the pick then runs on (default: 0-9)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a key in every recipe (repeatable)")
-    parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
-    parser.add_argument("--out", default="runs", help="output root (default: runs)")
-    parser.add_argument("--device", default="cpu",
-                        help="cpu (default), cuda, cuda:<index> or auto (CUDA when available); not part of the recipe")
+    add_run_options(parser, "override a key in every recipe (repeatable)")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
     args = parser.parse_args(argv)
     try:
@@ -43,8 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ninterrupted: finished seeds are kept and the running one resumes from its last "
-              "checkpoint; rerun the same command to continue", file=sys.stderr)
+        print(f"\n{RESUME_HINT}", file=sys.stderr)
         return 130
     print("\npicks (validation only):")
     for dataset, record in picks.items():
