@@ -6,6 +6,7 @@
     python tools/benchmark.py layers --nodes 3327 --edges 9104 --features 3703 --density 0.0085  # CiteSeer-like,
                                                         # plus LTGA-Head with sparse_features
     python tools/benchmark.py gps                       # SigGate-GT step vs ungated GPS step
+    python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
 """
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ def _gps(args: argparse.Namespace) -> None:
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats)
 
 
+def _aggregate(args: argparse.Namespace) -> None:
+    from zoo.models.benchmark import benchmark_aggregate
+
+    benchmark_aggregate(nodes=args.nodes, edges=int(float(args.edges)), heads=args.heads, feats=args.features,
+                        repeats=args.repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -55,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     gps.add_argument("--batch-size", type=int, default=32, help="molecules per batch (default 32, ZINC's)")
     gps.add_argument("--repeats", type=int, default=20, help="timed steps per model (median)")
     gps.set_defaults(func=_gps)
+    aggregate = commands.add_parser("aggregate", help="attention aggregation against DGL's update_all")
+    aggregate.add_argument("--nodes", type=int, default=11758, help="nodes (default: Tolokers')")
+    aggregate.add_argument("--edges", default="1038000", help="edges before self-loops (default: Tolokers', both directions)")
+    aggregate.add_argument("--heads", type=int, default=8, help="heads (default 8)")
+    aggregate.add_argument("--features", type=int, default=64, help="features per head (default 64)")
+    aggregate.add_argument("--repeats", type=int, default=5, help="timed runs per op (median)")
+    aggregate.set_defaults(func=_aggregate)
     args = parser.parse_args(argv)
     args.func(args)
     return 0

@@ -23,3 +23,9 @@ def test_layers_with_sparse_features(capsys):
                                "--density", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "| ltga_head_sparse |" in out and "0/1 bag-of-words at density 0.05" in out
+
+
+def test_aggregate_table(capsys):
+    assert benchmark_cli.main(["aggregate", "--nodes", "50", "--edges", "200", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| dgl_update_all |" in out and "| edge_weighted_sum |" in out and "ms / forward+backward" in out

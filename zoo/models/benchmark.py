@@ -2,6 +2,7 @@
 
 ``layers``: LTGA-Head and LTGA-Edge against GATv2 (same backbone, same graph).
 ``gps``: SigGate-GT against the ungated GPS model on ZINC-sized molecule batches.
+``aggregate``: :func:`zoo.ops.edge_weighted_sum` against DGL's ``update_all(u_mul_e, sum)``.
 
 Steps of the models are interleaved (A, B, C, A, B, C, ...) so that load from other processes
 hits each alike; the table gives the median ms per step and the ratio to the peer.
@@ -44,12 +45,12 @@ def _train_step(model, loss_fn):
     return step
 
 
-def _print_table(title: str, ms: dict[str, float], peer: str) -> None:
+def _print_table(title: str, ms: dict[str, float], peer: str, step: str = "training step") -> None:
     print(f"\n{title}")
-    print(f"allocator: MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', 'unset')}, "
-          f"MALLOC_TRIM_THRESHOLD_={os.environ.get('MALLOC_TRIM_THRESHOLD_', 'unset')}, "
-          f"torch threads {torch.get_num_threads()}")
-    print(f"| model | ms / training step (median) | ratio to {peer} |\n|---|---|---|")
+    allocator = ", ".join(f"{key}={os.environ.get(key, 'unset')}" for key in
+                          ("LD_PRELOAD", "MALLOC_CONF", "MALLOC_ARENA_MAX", "MALLOC_TRIM_THRESHOLD_"))
+    print(f"allocator: {allocator}, torch threads {torch.get_num_threads()}")
+    print(f"| model | ms / {step} (median) | ratio to {peer} |\n|---|---|---|")
     for name, value in ms.items():
         print(f"| {name} | {value:.1f} | {value / ms[peer]:.3f} |")
 
@@ -88,6 +89,37 @@ def benchmark_layers(nodes: int = 2708, edges: int = 10556, feats: int = 1433, c
     kind = "random normal" if density is None else f"0/1 bag-of-words at density {density:g}"
     _print_table(f"layers: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {feats} {kind} features",
                  ms, "gatv2")
+    return ms
+
+
+def benchmark_aggregate(nodes: int = 11758, edges: int = 1038000, heads: int = 8, feats: int = 64,
+                        repeats: int = 5) -> dict[str, float]:
+    """Median forward+backward of the attention aggregation ``[E, H]`` x ``[N, H, F]`` -> ``[N, H, F]``.
+
+    Defaults: a Tolokers-sized graph with the LTGA backbone's first layer (8 heads x 64).
+    """
+    from zoo.ops import edge_weighted_sum
+
+    graph = random_graph(nodes, edges)
+    graph.create_formats_()
+    gen = torch.Generator().manual_seed(1)
+    weights = torch.rand(graph.num_edges(), heads, generator=gen, requires_grad=True)
+    feat = torch.randn(nodes, heads, feats, generator=gen, requires_grad=True)
+    upstream = torch.randn(nodes, heads, feats, generator=gen)
+
+    def dgl_update_all():
+        with graph.local_scope():
+            graph.srcdata["h"], graph.edata["a"] = feat, weights.unsqueeze(-1)
+            graph.update_all(dgl.function.u_mul_e("h", "a", "m"), dgl.function.sum("m", "out"))
+            return graph.dstdata["out"]
+
+    def step(op):
+        return lambda: op().backward(upstream)
+
+    ms = _median_step_ms({"dgl_update_all": step(dgl_update_all),
+                          "edge_weighted_sum": step(lambda: edge_weighted_sum(graph, weights, feat))}, repeats)
+    _print_table(f"aggregate: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {heads} heads x {feats}",
+                 ms, "dgl_update_all", step="forward+backward")
     return ms
 
 

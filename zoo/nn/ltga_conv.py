@@ -8,7 +8,7 @@ import torch
 from dgl.nn.functional import edge_softmax
 from torch import nn
 
-from zoo.ops import edge_entmax, edge_qsoftmax, edge_sparsemax
+from zoo.ops import edge_entmax, edge_qsoftmax, edge_sparsemax, edge_weighted_sum
 
 NORMALISERS = ("softmax", "qsoftmax", "entmax", "sparsemax")
 Q_MODES = ("fixed", "global", "layer", "head", "edge")
@@ -163,9 +163,7 @@ class LTGAConv(nn.Module):
             attention = self._normalise(graph, logits, gate)
             if self.attention_override is not None:
                 attention = self.attention_override(graph, attention)
-            graph.edata["a"] = self.attn_drop(attention).unsqueeze(-1)
-            graph.update_all(fn.u_mul_e("el", "a", "m"), fn.sum("m", "ft"))
-            out = graph.dstdata["ft"]
+            out = edge_weighted_sum(graph, self.attn_drop(attention), src)
             if self.activation is not None:
                 out = self.activation(out)
             return (out, attention) if get_attention else out
