@@ -100,7 +100,7 @@ class LTGAConv(nn.Module):
         self.attn = nn.Parameter(torch.empty(1, num_heads, out_feats)) if scoring == "gatv2" else None
         self.fc_edge = nn.Linear(edge_feats, width, bias=False) if edge_feats else None
         self.feat_drop, self.attn_drop = nn.Dropout(feat_drop), nn.Dropout(attn_drop)
-        self.leaky_relu = nn.LeakyReLU(negative_slope)
+        self.leaky_relu = nn.LeakyReLU(negative_slope, inplace=True)  # on the fresh [E, H, F] sums
         self.activation = activation
         self.shared_q_logit = shared_q_logit if q_mode == "global" and normaliser == "qsoftmax" else None
         learned = normaliser == "qsoftmax" and q_mode != "fixed"
