@@ -110,8 +110,14 @@ def test_tuned_row_can_pick_on_a_subset_of_seeds(runs, tmp_path):
     assert table.picks["q (tuned)"]["cora"] == ("qfrozen_1.5", pytest.approx(90.0))
     assert table.scores["q (tuned)", "cora"].index.tolist() == [0, 1, 2, 3, 4]  # reported on every seed
     assert "validation main metric over seeds 0 (never test)" in render_markdown(table)
-    with pytest.raises(ReportError, match=r"qfrozen_1.5 on cora lacks tuning seed\(s\) \[7\]"):
-        results_table(df, tuned={"q": "qfrozen_*"}, tune_seeds=[0, 7])
+    partial = results_table(df, tuned={"q": "qfrozen_*"}, tune_seeds=[0, 7])
+    assert "cora" not in partial.picks["q (tuned)"] and ("q (tuned)", "cora") not in partial.scores
+    assert "qfrozen_1.5 lacks tuning seed(s) [7]" in partial.incomplete["q (tuned)"]["cora"]
+    assert "- q (tuned) on cora: left empty, tuning incomplete (qfrozen_1.5 lacks tuning seed(s) [7]" \
+        in render_markdown(partial)
+    without_one = df[~((df.model == "qfrozen_2.0") & (df.dataset == "cora"))]
+    table = results_table(without_one, tuned={"q": "qfrozen_*"}, tune_seeds=[0])
+    assert table.incomplete["q (tuned)"]["cora"] == "qfrozen_2.0 not run"  # never a pick among part of the grid
 
 
 def test_paired_comparisons_pair_by_seed_and_holm_per_dataset(runs):

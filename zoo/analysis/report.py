@@ -13,7 +13,8 @@ Choices, also stated in the rendered report:
 * A "tuned" row picks, per dataset, the matching model with the best mean validation main metric
   (ties: the first name in sorted order) and reports that model's scores on the chosen split.
   With ``tune_seeds`` the mean runs over those seeds only, so a grid can be tuned on a few seeds
-  and only the pick run on all of them; every candidate must then have every tuning seed.
+  and only the pick run on all of them. A dataset where some candidate lacks a tuning seed (or
+  has no runs) gets no tuned cell, and the report names what is missing there.
 """
 from __future__ import annotations
 
@@ -149,7 +150,8 @@ class ResultsTable:
     """Per-seed scores of each (row, dataset) cell and what a tuned row picked.
 
     ``scores[(row, dataset)]`` is a Series indexed by seed (missing cells are absent);
-    ``picks[row][dataset]`` is ``(model, mean validation main metric)`` for tuned rows.
+    ``picks[row][dataset]`` is ``(model, mean validation main metric)`` for tuned rows;
+    ``incomplete[row][dataset]`` says which tuning runs a tuned cell left empty still lacks.
     """
 
     metric: str
@@ -162,6 +164,7 @@ class ResultsTable:
     higher_is_better: bool
     picks: dict = field(default_factory=dict)
     tune_seeds: list | None = None
+    incomplete: dict = field(default_factory=dict)
 
     def _frame(self, stat: str) -> pd.DataFrame:
         cells = {(r, d): getattr(self.scores[r, d], stat)() for r in self.rows for d in self.datasets
@@ -251,20 +254,23 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
                           "report those datasets separately (or pass --metric)")
     higher = not directions.pop()
     lower = set(used.main_metric) <= LOWER_IS_BETTER  # tuned rows pick on the main metric
-    picks = {}
+    picks, incomplete = {}, {}
     for label, candidates in matched.items():
         picks[label] = {}
         for dataset in order_datasets(used.dataset):
-            val = {m: _tuning_score(cells[m, dataset].val_main, tune_seeds, m, dataset)
-                   for m in candidates if (m, dataset) in cells}
-            if val:
+            present = {m: cells[m, dataset].val_main for m in candidates if (m, dataset) in cells}
+            gaps = _tuning_gaps(present, candidates, tune_seeds) if present else ""
+            if gaps:
+                incomplete.setdefault(label, {})[dataset] = gaps
+            elif present:
+                val = {m: v.mean() if tune_seeds is None else v[sorted(tune_seeds)].mean() for m, v in present.items()}
                 best = pick_best(val, lower)
                 picks[label][dataset] = (best, val[best])
                 scores[label, dataset] = cells[best, dataset].score
     return ResultsTable(metric=metric, split=split, rows=rows, datasets=order_datasets(used.dataset),
                         scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
-                        percent=names <= PERCENT_METRICS, higher_is_better=higher,
-                        picks=picks, tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None)
+                        percent=names <= PERCENT_METRICS, higher_is_better=higher, picks=picks,
+                        tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None, incomplete=incomplete)
 
 
 def pick_best(val: dict[str, float], lower_is_better: bool) -> str:
@@ -276,15 +282,16 @@ def pick_best(val: dict[str, float], lower_is_better: bool) -> str:
     return (min if lower_is_better else max)(sorted(val), key=val.get)
 
 
-def _tuning_score(val_main: pd.Series, tune_seeds, model: str, dataset: str) -> float:
-    """Mean validation main metric over ``tune_seeds`` (all seeds when None) of one tuned candidate."""
+def _tuning_gaps(present: dict, candidates: list[str], tune_seeds) -> str:
+    """What the tuning runs of one dataset lack ("" when complete); only checked with ``tune_seeds``."""
     if tune_seeds is None:
-        return val_main.mean()
-    missing = sorted(set(tune_seeds) - set(val_main.index))
-    if missing:
-        raise ReportError(f"tuned candidate {model} on {dataset} lacks tuning seed(s) {missing}; run them "
-                          f"(tools/sweep.py recipes/{dataset}_{model}.yaml --seeds ...) or change --tune-seeds")
-    return val_main[sorted(tune_seeds)].mean()
+        return ""
+    gaps = [f"{m} lacks tuning seed(s) {sorted(set(tune_seeds) - set(v.index))}"
+            for m, v in present.items() if set(tune_seeds) - set(v.index)]
+    absent = [m for m in candidates if m not in present]
+    if absent:
+        gaps.append(f"{', '.join(absent)} not run")
+    return "; ".join(gaps)
 
 
 def paired_comparisons(table: ResultsTable, reference: str, alpha: float = 0.05) -> pd.DataFrame:
@@ -394,6 +401,9 @@ def _notes(table: ResultsTable, ranks: dict) -> list[str]:
         over = f" over seeds {_seed_text(table.tune_seeds)}" if table.tune_seeds is not None else ""
         notes.append(f"- {label}: per dataset, the model with the best mean validation main metric{over} "
                      f"(never test): {chosen or 'no runs'}.")
+    for label, gaps in table.incomplete.items():
+        for dataset, text in gaps.items():
+            notes.append(f"- {label} on {dataset}: left empty, tuning incomplete ({text}).")
     if ranks["dropped"]:
         dropped = "; ".join(f"{d} (missing: {', '.join(rows)})" for d, rows in ranks["dropped"].items())
         notes.append(f"- avg, avg rank and the Friedman test use the {len(ranks['datasets'])} dataset(s) where "
