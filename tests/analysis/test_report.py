@@ -117,7 +117,8 @@ def test_tuned_row_can_pick_on_a_subset_of_seeds(runs, tmp_path):
         in render_markdown(partial)
     without_one = df[~((df.model == "qfrozen_2.0") & (df.dataset == "cora"))]
     table = results_table(without_one, tuned={"q": "qfrozen_*"}, tune_seeds=[0])
-    assert table.incomplete["q (tuned)"]["cora"] == "qfrozen_2.0 not run"  # never a pick among part of the grid
+    assert table.picks["q (tuned)"]["cora"][0] == "qfrozen_1.5" and table.unrun["q (tuned)"] == {"cora": ["qfrozen_2.0"]}
+    assert "- q (tuned) on cora: picked among the candidates that ran (qfrozen_2.0 not run)." in render_markdown(table)
 
 
 def test_paired_comparisons_pair_by_seed_and_holm_per_dataset(runs):

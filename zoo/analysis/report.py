@@ -13,8 +13,9 @@ Choices, also stated in the rendered report:
 * A "tuned" row picks, per dataset, the matching model with the best mean validation main metric
   (ties: the first name in sorted order) and reports that model's scores on the chosen split.
   With ``tune_seeds`` the mean runs over those seeds only, so a grid can be tuned on a few seeds
-  and only the pick run on all of them. A dataset where some candidate lacks a tuning seed (or
-  has no runs) gets no tuned cell, and the report names what is missing there.
+  and only the pick run on all of them. A dataset where some candidate lacks a tuning seed gets
+  no tuned cell, and the report names the missing runs; candidates with no runs at all on a
+  dataset (a smaller grid there, or not yet run) are named in a note beside the pick.
 """
 from __future__ import annotations
 
@@ -151,7 +152,8 @@ class ResultsTable:
 
     ``scores[(row, dataset)]`` is a Series indexed by seed (missing cells are absent);
     ``picks[row][dataset]`` is ``(model, mean validation main metric)`` for tuned rows;
-    ``incomplete[row][dataset]`` says which tuning runs a tuned cell left empty still lacks.
+    ``incomplete[row][dataset]`` says which tuning runs a tuned cell left empty still lacks;
+    ``unrun[row][dataset]`` lists the candidates with no runs on a dataset that has a pick.
     """
 
     metric: str
@@ -165,6 +167,7 @@ class ResultsTable:
     picks: dict = field(default_factory=dict)
     tune_seeds: list | None = None
     incomplete: dict = field(default_factory=dict)
+    unrun: dict = field(default_factory=dict)
 
     def _frame(self, stat: str) -> pd.DataFrame:
         cells = {(r, d): getattr(self.scores[r, d], stat)() for r in self.rows for d in self.datasets
@@ -254,23 +257,29 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
                           "report those datasets separately (or pass --metric)")
     higher = not directions.pop()
     lower = set(used.main_metric) <= LOWER_IS_BETTER  # tuned rows pick on the main metric
-    picks, incomplete = {}, {}
+    picks, incomplete, unrun = {}, {}, {}
     for label, candidates in matched.items():
         picks[label] = {}
         for dataset in order_datasets(used.dataset):
             present = {m: cells[m, dataset].val_main for m in candidates if (m, dataset) in cells}
-            gaps = _tuning_gaps(present, candidates, tune_seeds) if present else ""
-            if gaps:
-                incomplete.setdefault(label, {})[dataset] = gaps
-            elif present:
-                val = {m: v.mean() if tune_seeds is None else v[sorted(tune_seeds)].mean() for m, v in present.items()}
-                best = pick_best(val, lower)
-                picks[label][dataset] = (best, val[best])
-                scores[label, dataset] = cells[best, dataset].score
+            if not present:
+                continue
+            lacking = _lacking_seeds(present, tune_seeds)
+            absent = [m for m in candidates if m not in present]
+            if lacking:
+                incomplete.setdefault(label, {})[dataset] = "; ".join(lacking + [f"{m} not run" for m in absent])
+                continue
+            if absent:
+                unrun.setdefault(label, {})[dataset] = absent
+            val = {m: v.mean() if tune_seeds is None else v[sorted(tune_seeds)].mean() for m, v in present.items()}
+            best = pick_best(val, lower)
+            picks[label][dataset] = (best, val[best])
+            scores[label, dataset] = cells[best, dataset].score
     return ResultsTable(metric=metric, split=split, rows=rows, datasets=order_datasets(used.dataset),
                         scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
                         percent=names <= PERCENT_METRICS, higher_is_better=higher, picks=picks,
-                        tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None, incomplete=incomplete)
+                        tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None, incomplete=incomplete,
+                        unrun=unrun)
 
 
 def pick_best(val: dict[str, float], lower_is_better: bool) -> str:
@@ -282,16 +291,12 @@ def pick_best(val: dict[str, float], lower_is_better: bool) -> str:
     return (min if lower_is_better else max)(sorted(val), key=val.get)
 
 
-def _tuning_gaps(present: dict, candidates: list[str], tune_seeds) -> str:
-    """What the tuning runs of one dataset lack ("" when complete); only checked with ``tune_seeds``."""
+def _lacking_seeds(present: dict, tune_seeds) -> list[str]:
+    """Which present candidates lack which tuning seeds (none without ``tune_seeds``)."""
     if tune_seeds is None:
-        return ""
-    gaps = [f"{m} lacks tuning seed(s) {sorted(set(tune_seeds) - set(v.index))}"
+        return []
+    return [f"{m} lacks tuning seed(s) {sorted(set(tune_seeds) - set(v.index))}"
             for m, v in present.items() if set(tune_seeds) - set(v.index)]
-    absent = [m for m in candidates if m not in present]
-    if absent:
-        gaps.append(f"{', '.join(absent)} not run")
-    return "; ".join(gaps)
 
 
 def paired_comparisons(table: ResultsTable, reference: str, alpha: float = 0.05) -> pd.DataFrame:
@@ -404,6 +409,9 @@ def _notes(table: ResultsTable, ranks: dict) -> list[str]:
     for label, gaps in table.incomplete.items():
         for dataset, text in gaps.items():
             notes.append(f"- {label} on {dataset}: left empty, tuning incomplete ({text}).")
+    for label, absent in table.unrun.items():
+        for dataset, models in absent.items():
+            notes.append(f"- {label} on {dataset}: picked among the candidates that ran ({', '.join(models)} not run).")
     if ranks["dropped"]:
         dropped = "; ".join(f"{d} (missing: {', '.join(rows)})" for d, rows in ranks["dropped"].items())
         notes.append(f"- avg, avg rank and the Friedman test use the {len(ranks['datasets'])} dataset(s) where "
