@@ -1,11 +1,7 @@
 """tools/benchmark.py layers / gps print a table with ratios to the peer (tiny sizes: a smoke test)."""
-import importlib.util
-from pathlib import Path
+from tests.tools.tool_loader import load_tool
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("benchmark_cli", ROOT / "tools" / "benchmark.py")
-benchmark_cli = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(benchmark_cli)
+benchmark_cli = load_tool("benchmark")
 
 
 def test_layers_and_gps_tables(capsys):

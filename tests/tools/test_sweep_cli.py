@@ -1,17 +1,10 @@
 """tools/sweep.py: runs every recipe it can and reports the ones whose data is missing."""
-import importlib.util
-from pathlib import Path
+from tests.tools.tool_loader import ROOT, load_tool
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("sweep_cli", ROOT / "tools" / "sweep.py")
-sweep_cli = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sweep_cli)
+sweep_cli = load_tool("sweep")
 
 
-def test_sweep_runs_available_recipes_and_reports_missing(zoo_data, zoo_cache, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("ZOO_DATA", str(zoo_data))
-    monkeypatch.setenv("ZOO_CACHE", str(zoo_cache))
-    monkeypatch.setenv("ZOO_OFFLINE", "1")
+def test_sweep_runs_available_recipes_and_reports_missing(offline_env, tmp_path, capsys):
     recipes = [str(ROOT / "recipes/texas_gcn.yaml"), str(ROOT / "recipes/pubmed_gcn.yaml"),
                str(ROOT / "recipes/texas_ltga_head.yaml")]
     code = sweep_cli.main(recipes + ["--seeds", "0-1", "--epochs", "3", "--out", str(tmp_path)])

@@ -1,21 +1,11 @@
 """tools/train.py end to end: a short Cora run from $ZOO_DATA, skipping, --force and bad input."""
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("train_cli", ROOT / "tools" / "train.py")
-train_cli = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(train_cli)
+from tests.tools.tool_loader import ROOT, load_tool
 
-
-@pytest.fixture
-def offline_env(zoo_data, zoo_cache, monkeypatch):
-    monkeypatch.setenv("ZOO_DATA", str(zoo_data))
-    monkeypatch.setenv("ZOO_CACHE", str(zoo_cache))
-    monkeypatch.setenv("ZOO_OFFLINE", "1")
+train_cli = load_tool("train")
 
 
 def test_short_cora_run_writes_the_run_folder(offline_env, tmp_path, capsys):

@@ -1,18 +1,12 @@
 """tools/tune.py: picks per dataset on validation, prints the pick, names bad arguments."""
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("tune_cli", ROOT / "tools" / "tune.py")
-tune_cli = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tune_cli)
+from tests.tools.tool_loader import ROOT, load_tool
+
+tune_cli = load_tool("tune")
 
 
-def test_tune_prints_the_validation_pick_and_runs_it(zoo_data, zoo_cache, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("ZOO_DATA", str(zoo_data))
-    monkeypatch.setenv("ZOO_CACHE", str(zoo_cache))
-    monkeypatch.setenv("ZOO_OFFLINE", "1")
+def test_tune_prints_the_validation_pick_and_runs_it(offline_env, tmp_path, capsys):
     recipes = [str(ROOT / f"recipes/texas_qfrozen_{q}.yaml") for q in ("0.5", "1.5")]
     code = tune_cli.main(recipes + ["--tune-seeds", "0", "--seeds", "0-1", "--epochs", "2", "--out", str(tmp_path)])
     assert code == 0
