@@ -1,8 +1,6 @@
 """tools/train.py end to end: a short Cora run from $ZOO_DATA, skipping, --force and bad input."""
 import json
 
-import pytest
-
 from tests.tools.tool_loader import ROOT, load_tool
 
 train_cli = load_tool("train")
