@@ -19,6 +19,7 @@ from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
 from torch.nn import functional as F
 
 from zoo.models.registry import create_model
+from zoo.ops import edge_weighted_sum
 
 
 def _median_step_ms(steps: dict, repeats: int, warmup: int = 2) -> dict[str, float]:
@@ -98,8 +99,6 @@ def benchmark_aggregate(nodes: int = 11758, edges: int = 1038000, heads: int = 8
 
     Defaults: a Tolokers-sized graph with the LTGA backbone's first layer (8 heads x 64).
     """
-    from zoo.ops import edge_weighted_sum
-
     graph = random_graph(nodes, edges)
     graph.create_formats_()
     gen = torch.Generator().manual_seed(1)
