@@ -5,6 +5,7 @@
         --tuned qfrozen=qfrozen_*,entmax=entmax_* --markdown table1.md --csv table1.csv
     python tools/report.py runs/ --tuned qfrozen=qfrozen_* --tune-seeds 0-2   # pick on seeds 0-2 only
     python tools/report.py runs/ltga --diagnostics    # also the LTGA attention diagnostics table
+    python tools/report.py runs/ltga --timing         # also seconds per training epoch, as each run recorded
 
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
 """
@@ -18,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
 from zoo.analysis.report import ReportError, collect_runs, make_report, parse_tuned  # noqa: E402
+from zoo.analysis.timing_report import render_timing, timing_table  # noqa: E402
 from zoo.engine.recipe import RecipeError, parse_seeds  # noqa: E402
 
 
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
                                              "(default: every seed of each candidate)")
     parser.add_argument("--diagnostics", action="store_true",
                         help="append the LTGA attention diagnostics (q range, zeros, counterfactuals) per model and dataset")
+    parser.add_argument("--timing", action="store_true",
+                        help="append seconds per training epoch and minutes per seed, from each run's metrics.json")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     parser.add_argument("--markdown", type=Path, help="also write the report to this Markdown file")
     parser.add_argument("--csv", type=Path, help="also write the table (numbers, table units) to this CSV file")
@@ -44,10 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
         markdown, frame = make_report(args.paths, models, args.reference, args.metric, args.split, tuned,
                                       args.alpha, tune_seeds)
-        if args.diagnostics:
+        if args.diagnostics or args.timing:
             runs = collect_runs(args.paths)
             runs = runs[runs.model.isin(models)] if models else runs
+        if args.diagnostics:
             markdown += "\n## Attention diagnostics\n\n" + render_diagnostics(diagnostics_table(runs))
+        if args.timing:
+            markdown += "\n## Training time\n\n" + render_timing(timing_table(runs))
     except (ReportError, RecipeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

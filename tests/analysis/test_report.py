@@ -207,6 +207,8 @@ def test_cli_exits_2_with_a_clear_message(runs, tmp_path, capsys):
     assert "validation main metric over seeds 0-2 (never test)" in capsys.readouterr().out
     assert tool.main([str(runs), "--diagnostics"]) == 2
     assert "no run has LTGA attention diagnostics" in capsys.readouterr().err
+    assert tool.main([str(runs), "--timing"]) == 2
+    assert "no run recorded its training time" in capsys.readouterr().err
 
 
 def _write_mae_run(root: Path, model: str, seed: int, val: float, test: float) -> None:

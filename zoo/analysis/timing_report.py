@@ -1,0 +1,67 @@
+"""Training time per (model, dataset), read from what each finished run recorded.
+
+Each run's ``metrics.json`` holds ``train_seconds`` (wall clock of the training steps summed over
+epochs, evaluation excluded, kept across resumes) and ``epochs_run``; its ``environment.json``
+holds ``torch_threads`` as of the run's last start or resume. The times are whatever the machine
+gave the run, so compare rows that ran under the same load only.
+
+    python tools/report.py runs/ltga --timing
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from zoo.analysis.report import ReportError, order_datasets
+
+
+def _seed_row(path: Path) -> dict | None:
+    metrics = json.loads((path / "metrics.json").read_text())
+    seconds, epochs = metrics.get("train_seconds"), metrics.get("epochs_run")
+    if not seconds or not epochs:
+        return None
+    environment = path / "environment.json"
+    threads = json.loads(environment.read_text()).get("torch_threads") if environment.exists() else None
+    return {"epochs": epochs, "seconds": seconds, "per_epoch": seconds / epochs, "threads": threads}
+
+
+def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, dataset): seeds ``n``, thread counts, mean epochs, seconds per epoch
+    (median, min, max over seeds) and mean training minutes per seed.
+
+    ``runs`` is :func:`zoo.analysis.report.collect_runs` output (its ``path`` column is read).
+
+    >>> timing_table(collect_runs("runs/ltga")).loc[("ltga_edge", "tolokers"), "per_epoch_median"]  # doctest: +SKIP
+    """
+    rows = []
+    for record in runs.itertuples():
+        row = _seed_row(Path(record.path))
+        if row is not None:
+            rows.append({"model": record.model, "dataset": record.dataset, **row})
+    if not rows:
+        raise ReportError("no run recorded its training time (metrics.json 'train_seconds' and 'epochs_run')")
+    groups = pd.DataFrame(rows).groupby(["model", "dataset"])
+    table = pd.DataFrame({
+        "n": groups.size(),
+        "threads": groups.threads.agg(lambda t: ",".join(str(int(v)) for v in sorted(t.dropna().unique())) or "-"),
+        "epochs": groups.epochs.mean(),
+        "per_epoch_median": groups.per_epoch.median(),
+        "per_epoch_min": groups.per_epoch.min(),
+        "per_epoch_max": groups.per_epoch.max(),
+        "minutes": groups.seconds.mean() / 60})
+    order = {name: i for i, name in enumerate(order_datasets(table.index.get_level_values("dataset")))}
+    return table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+
+
+def render_timing(table: pd.DataFrame) -> str:
+    """The timing table as Markdown."""
+    header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (model, dataset), row in table.iterrows():
+        cells = [model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
+                 f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines + ["", "Training steps only (evaluation excluded), wall clock as each run recorded it "
+                                  "in metrics.json, under whatever else the machine ran at the time."]) + "\n"
