@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zoo.analysis.report import PERCENT_METRICS, ReportError, order_datasets
+from zoo.analysis.report import PERCENT_METRICS, ReportError, order_datasets, per_seed_rows
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -52,11 +52,7 @@ def diagnostics_table(runs: pd.DataFrame) -> pd.DataFrame:
 
     >>> diagnostics_table(collect_runs("runs/ltga")).loc[("ltga_edge", "cora"), "zeros_l2"]  # doctest: +SKIP
     """
-    rows = []
-    for record in runs.itertuples():
-        row = _seed_row(Path(record.path))
-        if row is not None:
-            rows.append({"model": record.model, "dataset": record.dataset, "seed": record.seed, **row})
+    rows = per_seed_rows(runs, _seed_row)
     if not rows:
         raise ReportError("no run has LTGA attention diagnostics (metrics.json 'diagnostics' with counterfactuals)")
     frame = pd.DataFrame(rows)

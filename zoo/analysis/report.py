@@ -109,6 +109,20 @@ def collect_runs(paths) -> pd.DataFrame:
     return df
 
 
+def per_seed_rows(runs: pd.DataFrame, read) -> list[dict]:
+    """``read(seed_dir)`` for each run of ``runs`` (:func:`collect_runs` output) that returns a dict,
+    with the run's model, dataset and seed added in front; runs where it returns None are left out.
+
+    >>> per_seed_rows(collect_runs("runs"), lambda path: {"files": len(list(path.iterdir()))})  # doctest: +SKIP
+    """
+    rows = []
+    for record in runs.itertuples():
+        row = read(Path(record.path))
+        if row is not None:
+            rows.append({"model": record.model, "dataset": record.dataset, "seed": record.seed, **row})
+    return rows
+
+
 def parse_tuned(spec: str | None) -> dict[str, str]:
     """``"qfrozen=qfrozen_*,entmax=entmax_*"`` -> ``{"qfrozen": "qfrozen_*", "entmax": "entmax_*"}``.
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from zoo.analysis.report import ReportError, order_datasets
+from zoo.analysis.report import ReportError, order_datasets, per_seed_rows
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -35,11 +35,7 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
 
     >>> timing_table(collect_runs("runs/ltga")).loc[("ltga_edge", "tolokers"), "per_epoch_median"]  # doctest: +SKIP
     """
-    rows = []
-    for record in runs.itertuples():
-        row = _seed_row(Path(record.path))
-        if row is not None:
-            rows.append({"model": record.model, "dataset": record.dataset, **row})
+    rows = per_seed_rows(runs, _seed_row)
     if not rows:
         raise ReportError("no run recorded its training time (metrics.json 'train_seconds' and 'epochs_run')")
     groups = pd.DataFrame(rows).groupby(["model", "dataset"])
