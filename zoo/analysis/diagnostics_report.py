@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zoo.analysis.report import PERCENT_METRICS, ReportError, order_datasets, per_seed_rows
+from zoo.analysis.report import PERCENT_METRICS, ReportError, markdown_table, order_datasets, per_seed_rows
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -67,7 +67,7 @@ def render_diagnostics(table: pd.DataFrame) -> str:
     zeros = sorted((c for c in table.columns if c.startswith("zeros_l")), key=lambda c: int(c[7:]))
     header = ["model", "dataset", "n", "q min", "q max", *(f"zeros L{c[7:]} %" for c in zeros),
               "A: q=1", "C: q>=1", "agree pruned", "agree kept"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = []
 
     def fmt(value, spec):
         return "-" if pd.isna(value) else format(value, spec)
@@ -76,8 +76,8 @@ def render_diagnostics(table: pd.DataFrame) -> str:
         cells = [model, dataset, str(int(row.n)), fmt(row.q_min, ".2f"), fmt(row.q_max, ".2f"),
                  *(fmt(100 * row[c], ".1f") for c in zeros), fmt(row.cf_a, "+.2f"), fmt(row.cf_c, "+.2f"),
                  fmt(row.agree_pruned, ".2f"), fmt(row.agree_kept, ".2f")]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines + ["", "Means over seeds. q min / max: per-head mean q at the selected epoch; "
+        rows.append(cells)
+    return "\n".join(markdown_table(header, rows) + ["", "Means over seeds. q min / max: per-head mean q at the selected epoch; "
                                   "A and C: counterfactual minus trained score, in points of the main metric; "
                                   "agree: share of pruned / kept edges (between training nodes) whose ends "
                                   "share a label."]) + "\n"

@@ -363,7 +363,12 @@ def rank_analysis(table: ResultsTable, alpha: float = 0.05) -> dict:
     }
 
 
-def _markdown_table(header: list[str], lines: list[list[str]]) -> list[str]:
+def markdown_table(header: list[str], lines: list[list[str]]) -> list[str]:
+    """A Markdown table's lines from a header and rows of cell texts.
+
+    >>> markdown_table(["model", "n"], [["gat", "10"]])
+    ['| model | n |', '|---|---|', '| gat | 10 |']
+    """
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     return out + ["| " + " | ".join(line) + " |" for line in lines]
 
@@ -409,7 +414,7 @@ def _table_lines(table: ResultsTable) -> list[str]:
                               not table.higher_is_better))
     columns.append(_bold_best(rank, ["-" if np.isnan(v) else f"{v:.2f}" for v in rank], True))
     lines = [[row, *cells] for row, cells in zip(table.rows, zip(*columns))]
-    return _markdown_table(["model", *table.datasets, "avg", "avg rank"], lines) + [
+    return markdown_table(["model", *table.datasets, "avg", "avg rank"], lines) + [
         "", f"Cells: {typical} seeds unless marked (n=...); '-': no runs; best per column in bold."]
 
 
@@ -455,7 +460,7 @@ def _paired_lines(comparisons: pd.DataFrame, table: ResultsTable, alpha: float) 
         rows.append([r.dataset, r.model, str(r.n), f"{r.mean_diff:+.{digits}f}", "t" if r.test == "t" else "Wilcoxon",
                      f"{r.statistic:.3g}", _p(r.p_value), _p(r.p_holm) + star, f"{r.cohens_d:.2f}"])
     header = ["dataset", "model", "n", "diff", "test", "statistic", "p", "p (Holm)", "d"]
-    return lines + (_markdown_table(header, rows) if rows else ["No dataset has the reference and another row."])
+    return lines + (markdown_table(header, rows) if rows else ["No dataset has the reference and another row."])
 
 
 def _rank_lines(ranks: dict, alpha: float) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from zoo.analysis.report import ReportError, order_datasets, per_seed_rows
+from zoo.analysis.report import ReportError, markdown_table, order_datasets, per_seed_rows
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -54,10 +54,8 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
 def render_timing(table: pd.DataFrame) -> str:
     """The timing table as Markdown."""
     header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for (model, dataset), row in table.iterrows():
-        cells = [model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
-                 f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines + ["", "Training steps only (evaluation excluded), wall clock as each run recorded it "
+    rows = [[model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
+             f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}"]
+            for (model, dataset), row in table.iterrows()]
+    return "\n".join(markdown_table(header, rows) + ["", "Training steps only (evaluation excluded), wall clock as each run recorded it "
                                   "in metrics.json, under whatever else the machine ran at the time."]) + "\n"
