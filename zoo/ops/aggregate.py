@@ -1,7 +1,8 @@
 """``edge_weighted_sum``: the attention aggregation ``h'_j = sum_i a_ij h_i`` per head.
 
-The same result, bit for bit on the CPU, as DGL's ``update_all(u_mul_e, sum)`` with the weights
-broadcast over the feature axis, computed as one CSR sparse-dense product per head. On the CPU
+The same sums as DGL's ``update_all(u_mul_e, sum)`` with the weights broadcast over the feature
+axis, computed as one CSR sparse-dense product per head. The two add in different orders, so they
+agree to float32 summation error, not bit for bit (the last bits depend on the CPU's kernels). On the CPU
 DGL's broadcasting kernel is a slow part of a GAT layer on large graphs; these products took
 0.58x its forward+backward time on a Tolokers-sized graph (``python tools/benchmark.py aggregate``).
 """
