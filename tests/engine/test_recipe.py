@@ -1,7 +1,9 @@
-"""Strict recipe schema: errors name the bad key and the nearest valid one."""
+"""Strict recipe schema: errors name the bad key and the nearest valid one; ``base:`` chains."""
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from zoo.engine.recipe import RecipeError, build_recipe, load_recipe, parse_seeds
 
@@ -70,3 +72,67 @@ def test_epoch_cap_compresses_the_warm_up():
     assert (full.optim.epochs, full.optim.warmup_epochs) == (2000, 50)
     assert (short.optim.epochs, short.optim.warmup_epochs) == (200, 5)  # 50 * 200 / 2000
     assert load_recipe(RECIPES / "zinc_siggate.yaml", epochs=10).optim.warmup_epochs == 0
+
+
+SNAPSHOT = Path(__file__).with_name("recipe_snapshot.json")
+
+
+def test_base_refactor_kept_every_config_hash():
+    """recipe_snapshot.json was written from the recipes before they moved onto ``base:`` files:
+    every recipe must still resolve to the same config hash (so existing run folders stay
+    valid), the same seeds and the same description."""
+    snapshot = json.loads(SNAPSHOT.read_text())
+    assert sorted(snapshot) == sorted(p.stem for p in RECIPES.glob("*.yaml"))
+    for name, want in snapshot.items():
+        recipe = load_recipe(RECIPES / f"{name}.yaml")
+        got = {"config_hash": recipe.config_hash(), "seeds": recipe.seeds, "description": recipe.description}
+        assert got == want, name
+
+
+def test_every_base_is_used_and_every_recipe_states_a_difference():
+    bases = {p.resolve() for p in (RECIPES / "_base").glob("*.yaml")}
+    used = set()
+    for path in RECIPES.glob("*.yaml"):
+        raw = yaml.safe_load(path.read_text())
+        assert set(raw) - {"base", "description"}, f"{path.name} states nothing of its own"
+        while "base" in raw:
+            path = (path.parent / raw["base"]).resolve()
+            used.add(path)
+            raw = yaml.safe_load(path.read_text())
+    assert used == bases
+
+
+def _write(folder, name, text):
+    (folder / name).write_text(text)
+    return folder / name
+
+
+def test_base_merges_mappings_and_replaces_the_rest(tmp_path):
+    _write(tmp_path, "root.yaml", "dataset: cora\nmodel: {name: gat, heads: 8, hidden: 16}\n"
+                                  "optim: {lr: 0.05, epochs: 9}\nseeds: [0, 1, 2]\n")
+    _write(tmp_path, "mid.yaml", "base: root.yaml\nmodel: {heads: 2}\nseeds: [5]\n")
+    leaf = _write(tmp_path, "leaf.yaml", "base: mid.yaml\noptim: {epochs: 3}\n")
+    recipe = load_recipe(leaf)
+    assert recipe.name == "leaf"
+    assert recipe.model == {"name": "gat", "heads": 2, "hidden": 16}
+    assert (recipe.optim.lr, recipe.optim.epochs, recipe.seeds) == (0.05, 3, [5])
+    direct = build_recipe({"dataset": "cora", "model": {"name": "gat", "heads": 2, "hidden": 16},
+                           "optim": {"lr": 0.05, "epochs": 3}, "seeds": [5]})
+    assert recipe.config_hash() == direct.config_hash()
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"b.yaml": "dataset: cora\nmodel: {name: gat}\noptim: {pateince: 3}\n"}, r"b.yaml: unknown key 'pateince' in optim"),
+    ({"b.yaml": "dataset: cora\nmodel: {name: gat, head: 2}\n"}, r"b.yaml: unknown key 'head' in model \(gat\)"),
+    ({"b.yaml": "dataset: cora\nmodel: {name: gat}\ndatset: x\n"}, r"b.yaml: unknown key 'datset'.*'dataset'"),
+    ({"b.yaml": "base: a.yaml\ndataset: cora\nmodel: {name: gat}\n"}, r"recipe bases form a cycle"),
+    ({"b.yaml": "base: missing.yaml\n"}, r"missing.yaml \(base of .*b.yaml\)"),
+    ({"b.yaml": "base: [x.yaml]\n"}, r"base must be a recipe path"),
+    ({"b.yaml": "dataset: cora\nmodel: {name: gat}\nname: other\n"}, r"name is its file name"),
+])
+def test_strictness_holds_through_the_chain(tmp_path, files, message):
+    for name, text in files.items():
+        _write(tmp_path, name, text)
+    leaf = _write(tmp_path, "a.yaml", "base: b.yaml\nmodel: {heads: 2}\n")
+    with pytest.raises(RecipeError, match=message):
+        load_recipe(leaf)

@@ -7,8 +7,14 @@ A recipe is an experiment's identity::
     optim: {lr: 0.01, weight_decay: 5.0e-4, epochs: 200, patience: 20}
     seeds: [0]
 
-Every key is checked: an unknown or misspelt key raises :class:`RecipeError` naming it and
-the nearest valid key. Model keys are checked against the registered model's constructor.
+A recipe may start from another with ``base: _base/ltga_node.yaml`` (a path relative to the
+recipe's own folder) and state only its differences: mappings merge key by key, any other
+value (a list of seeds, a number) replaces the base's. Bases chain; the recipe's name is always
+its own file name.
+
+Every key is checked, in every file of the chain: an unknown or misspelt key raises
+:class:`RecipeError` naming the file, the key and the nearest valid key. Model keys are checked
+against the registered model's constructor.
 """
 from __future__ import annotations
 
@@ -90,15 +96,8 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: in
     >>> r = load_recipe("recipes/cora_gat.yaml", ["model.heads=4"])  # doctest: +SKIP
     """
     path = Path(path)
-    if not path.is_file():
-        raise RecipeError(f"recipe file not found: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise RecipeError(f"{path} is not valid YAML: {err}") from None
-    if not isinstance(raw, dict):
-        raise RecipeError(f"{path} must hold a YAML mapping of recipe keys, got {type(raw).__name__}")
-    raw.setdefault("name", path.stem)
+    raw = resolve_bases(path)
+    raw["name"] = path.stem
     for item in overrides or []:
         apply_override(raw, item)
     if epochs is not None:
@@ -108,6 +107,70 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: in
             optim["warmup_epochs"] = round(optim["warmup_epochs"] * epochs / full)
         optim["epochs"] = epochs
     return build_recipe(raw)
+
+
+def resolve_bases(path: Path) -> dict:
+    """The raw mapping of ``path`` merged over its ``base:`` chain, every file's keys checked."""
+    chain: list[tuple[Path, dict]] = []
+    while True:
+        raw = _read_mapping(path, chain)
+        chain.append((path, raw))
+        base = raw.pop("base", None)
+        if base is None:
+            break
+        if not isinstance(base, str) or not base:
+            raise RecipeError(f"{path}: base must be a recipe path such as _base/ltga_node.yaml, got {base!r}")
+        path = path.parent / base
+    merged: dict = {}
+    for _, raw in reversed(chain):
+        merged = _merge(merged, raw)
+    for where, raw in chain:
+        _check_file_keys(raw, merged, where)
+    return merged
+
+
+def _read_mapping(path: Path, chain: list) -> dict:
+    seen = [p.resolve() for p, _ in chain]
+    origin = f" (base of {chain[-1][0]})" if chain else ""
+    if path.resolve() in seen:
+        cycle = " -> ".join(str(p) for p, _ in chain)
+        raise RecipeError(f"recipe bases form a cycle: {cycle} -> {path}; remove one base: line")
+    if not path.is_file():
+        raise RecipeError(f"recipe file not found: {path}{origin}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise RecipeError(f"{path} is not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path} must hold a YAML mapping of recipe keys, got {type(raw).__name__}")
+    return raw
+
+
+def _merge(base: dict, own: dict) -> dict:
+    """``own`` over ``base``: mappings merge key by key, anything else replaces."""
+    merged = dict(base)
+    for key, value in own.items():
+        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+    return merged
+
+
+def _check_file_keys(raw: dict, merged: dict, where: Path) -> None:
+    """Strictness per file, so an error names the file of the chain that holds the bad key."""
+    try:
+        if "name" in raw:
+            raise RecipeError("a recipe's name is its file name; remove the 'name:' line")
+        _check_keys(raw, ["base", *(f.name for f in dataclasses.fields(Recipe) if f.name != "name")], "recipe")
+        if isinstance(raw.get("optim"), dict):
+            _check_keys(raw["optim"], [f.name for f in dataclasses.fields(OptimConfig)], "optim")
+        model, name = raw.get("model"), (merged.get("model") or {}).get("name")
+        if isinstance(model, dict) and isinstance(name, str):
+            try:
+                arguments = model_arguments(name)
+            except KeyError:
+                return  # build_recipe names the unknown model
+            _check_keys(model, ["name", *arguments], f"model ({name})")
+    except RecipeError as err:
+        raise RecipeError(f"{where}: {err}") from None
 
 
 def apply_override(raw: dict, item: str) -> None:
