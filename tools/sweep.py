@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
-        seeds = parse_seeds(args.seeds) if args.seeds else None
+        seeds = parse_seeds(args.seeds) if args.seeds is not None else None
         resolve_device(args.device)
     except (RecipeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         recipe = load_recipe(args.recipe, args.overrides, epochs=args.epochs)
-        seeds = parse_seeds(args.seeds) if args.seeds else None
+        seeds = parse_seeds(args.seeds) if args.seeds is not None else None
         resolve_device(args.device)
     except (RecipeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -38,6 +38,11 @@ def test_overrides_and_epoch_cap_change_the_hash():
     ({**BASE, "optim": {"epochs": 0}}, "must be >= 1"),
     ({"model": {"name": "gat"}}, "needs a 'dataset'"),
     ({**BASE, "seeds": "a-b"}, "seeds 'a-b'"),
+    ({**BASE, "optim": {"lr": -0.01}}, "optim.lr is -0.01; it must be > 0.0"),
+    ({**BASE, "optim": {"lr": 0}}, "optim.lr is 0.0; it must be > 0.0"),
+    ({**BASE, "optim": {"lr": float("nan")}}, "optim.lr is nan; it must be a finite number"),
+    ({**BASE, "optim": {"weight_decay": "-1e-4"}}, "optim.weight_decay is -0.0001; it must be >= 0.0"),
+    ({**BASE, "model": {"name": "gat", "dropout": float("inf")}}, "model.dropout is inf; it must be a finite number"),
 ])
 def test_schema_errors(raw, message):
     with pytest.raises(RecipeError, match=message.replace("(", r"\(").replace("[", r"\[")):
@@ -64,6 +69,27 @@ def test_parse_seeds():
     assert parse_seeds("1,4-5") == [1, 4, 5]
     assert parse_seeds(7) == [7]
     assert parse_seeds([2, 1]) == [2, 1]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("3-1,5", r"the range '3-1' is empty; write it low-high, e.g. 1-3"),
+    ("5,5,5", r"names seed\(s\) \[5\] more than once"),
+    ("0-3,2", r"names seed\(s\) \[2\] more than once"),
+    ("", r"'' is not a seed or a range"),
+    ([], r"seeds is empty"),
+    ([-1], r"negative seed"),
+    ("1,,2", r"'' is not a seed or a range"),
+])
+def test_bad_seeds_are_refused(value, message):
+    with pytest.raises(RecipeError, match=message):
+        parse_seeds(value)
+
+
+def test_bad_override_and_folder_are_named(tmp_path):
+    with pytest.raises(RecipeError, match=r"override 'model.heads=\[1,': '\[1,' is not a YAML value"):
+        load_recipe(RECIPES / "cora_gat.yaml", ["model.heads=[1,"])
+    with pytest.raises(RecipeError, match="is a folder; give a recipe file"):
+        load_recipe(tmp_path)
 
 
 def test_epoch_cap_compresses_the_warm_up():

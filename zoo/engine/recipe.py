@@ -22,6 +22,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -135,6 +136,8 @@ def _read_mapping(path: Path, chain: list) -> dict:
     if path.resolve() in seen:
         cycle = " -> ".join(str(p) for p, _ in chain)
         raise RecipeError(f"recipe bases form a cycle: {cycle} -> {path}; remove one base: line")
+    if path.is_dir():
+        raise RecipeError(f"{path} is a folder; give a recipe file such as {path / 'cora_gat.yaml'}")
     if not path.is_file():
         raise RecipeError(f"recipe file not found: {path}{origin}")
     try:
@@ -184,7 +187,12 @@ def apply_override(raw: dict, item: str) -> None:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
             raise RecipeError(f"override {item!r}: {part!r} is not a section")
-    node[leaf] = yaml.safe_load(value)
+    try:
+        node[leaf] = yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        reason = str(getattr(err, "problem", None) or err).strip()
+        raise RecipeError(f"override {item!r}: {value!r} is not a YAML value ({reason}); "
+                          "quote lists and strings whole, e.g. --set 'model.heads=[1, 2]'") from None
 
 
 def build_recipe(raw: dict) -> Recipe:
@@ -209,29 +217,59 @@ def build_recipe(raw: dict) -> Recipe:
     recipe = Recipe(**raw)
     if recipe.optim.epochs < 1 or recipe.optim.patience < 1 or recipe.optim.batch_size < 1:
         raise RecipeError(f"optim.epochs, optim.patience and optim.batch_size must be >= 1, got {recipe.optim}")
+    _check_optim_ranges(recipe.optim)
     if recipe.optim.optimizer not in OPTIMIZERS or recipe.optim.scheduler not in SCHEDULERS:
         raise RecipeError(f"optim.optimizer must be one of {OPTIMIZERS} and optim.scheduler one of "
                           f"{SCHEDULERS}, got {recipe.optim.optimizer!r} and {recipe.optim.scheduler!r}")
     return recipe
 
 
+# Lower bounds of the optimiser's numbers: (key, bound, is the bound itself allowed).
+_OPTIM_BOUNDS = (("lr", 0.0, False), ("q_lr", 0.0, False), ("weight_decay", 0.0, True), ("q_prior", 0.0, True),
+                 ("q_warmup", 0, True), ("warmup_epochs", 0, True), ("clip_grad_norm", 0.0, True))
+
+
+def _check_optim_ranges(optim: OptimConfig) -> None:
+    for key, bound, closed in _OPTIM_BOUNDS:
+        value = getattr(optim, key)
+        if value < bound or (value == bound and not closed):
+            need = f">= {bound}" if closed else f"> {bound}"
+            raise RecipeError(f"optim.{key} is {value!r}; it must be {need}")
+
+
 def parse_seeds(value: Any) -> list[int]:
-    """Seeds from a list, an int, or a string like ``"0-9"`` or ``"0,3,5"``."""
+    """Seeds from a list, an int, or a string like ``"0-9"`` or ``"0,3,5"``: distinct and >= 0.
+
+    >>> parse_seeds("0-2,7")
+    [0, 1, 2, 7]
+    """
     if isinstance(value, int) and not isinstance(value, bool):
-        return [value]
-    if isinstance(value, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in value):
-        return list(value)
-    if isinstance(value, str):
-        seeds: list[int] = []
-        try:
-            for part in value.split(","):
-                lo, _, hi = part.strip().partition("-")
-                seeds.extend(range(int(lo), int(hi or lo) + 1))
-        except ValueError:
-            raise RecipeError(f"seeds {value!r} must look like 0-9 or 0,3,5") from None
-        if seeds:
-            return seeds
-    raise RecipeError(f"seeds {value!r} must be an int, a list of ints, or a range like 0-9")
+        seeds = [value]
+    elif isinstance(value, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in value):
+        seeds = list(value)
+    elif isinstance(value, str):
+        seeds = []
+        for part in value.split(","):
+            lo, dash, hi = part.strip().partition("-")
+            try:
+                first, last = int(lo), int(hi if dash else lo)
+            except ValueError:
+                raise RecipeError(f"seeds {value!r}: {part.strip()!r} is not a seed or a range; "
+                                  "write them like 0-9 or 0,3,5") from None
+            if last < first:
+                raise RecipeError(f"seeds {value!r}: the range {part.strip()!r} is empty; write it low-high, "
+                                  f"e.g. {last}-{first}")
+            seeds.extend(range(first, last + 1))
+    else:
+        raise RecipeError(f"seeds {value!r} must be an int, a list of ints, or a range like 0-9")
+    if not seeds:
+        raise RecipeError("seeds is empty; give at least one, e.g. 0 or 0-9")
+    if any(s < 0 for s in seeds):
+        raise RecipeError(f"seeds {value!r} has a negative seed; seeds are 0 or more")
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise RecipeError(f"seeds {value!r} names seed(s) {repeated} more than once; list each seed once")
+    return seeds
 
 
 def _check_model(model: Any) -> dict:
@@ -261,11 +299,13 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
     """Check a scalar against its annotated type (int -> float is allowed, '1e-3' too)."""
     if kind is float and isinstance(value, str):
         try:
-            return float(value)
+            value = float(value)
         except ValueError:
             pass
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        value = float(value)
+    if kind is float and isinstance(value, float) and not math.isfinite(value):
+        raise RecipeError(f"{where} is {value!r}; it must be a finite number")
     if kind in (int, float, bool, str) and not (isinstance(value, kind) and not (kind is int and isinstance(value, bool))):
         raise RecipeError(f"{where} must be {kind.__name__}, got {value!r}")
     return value
