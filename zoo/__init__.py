@@ -12,7 +12,7 @@ The functions are imported on first use, so ``import zoo`` itself stays light.
 """
 import importlib
 
-__version__ = "0.1.0"
+from zoo._version import __version__
 __all__ = ["create_model", "finetune", "list_models", "load_pretrained", "predict", "save_pretrained"]
 _HOMES = {"create_model": "zoo.models", "list_models": "zoo.models",
           "load_pretrained": "zoo.pretrained", "save_pretrained": "zoo.pretrained",

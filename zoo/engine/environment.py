@@ -8,12 +8,12 @@ from pathlib import Path
 
 import torch
 
-import zoo
+from zoo._version import __version__
 
 PACKAGES = ("torch", "dgl", "numpy", "torchmetrics", "ogb", "dgllife", "rdkit")
 
 
-def git_commit(repo: Path = Path(zoo.__file__).resolve().parents[1]) -> str:
+def git_commit(repo: Path = Path(__file__).resolve().parents[2]) -> str:
     """The checked-out commit (with ``-dirty`` when tracked files changed), or ``unknown``."""
     try:
         run = lambda *args: subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=10)
@@ -37,7 +37,7 @@ def environment() -> dict:
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "zoo": zoo.__version__,
+        "zoo": __version__,
         "git_commit": git_commit(),
         "torch_threads": torch.get_num_threads(),
         "packages": versions,
