@@ -31,7 +31,8 @@ def test_short_cora_run_writes_the_run_folder(offline_env, tmp_path, capsys):
 
 def test_bad_recipe_exits_2_naming_the_key(tmp_path, capsys):
     recipe = tmp_path / "typo.yaml"
-    recipe.write_text((ROOT / "recipes/cora_gat.yaml").read_text().replace("patience:", "patiance:"))
+    recipe.write_text(f"base: {ROOT / 'recipes/_base/attention_node.yaml'}\ndataset: cora\n"
+                      "model: {name: gat}\noptim: {patiance: 3}\n")
     assert train_cli.main([str(recipe), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "unknown key 'patiance'" in err and "did you mean 'patience'" in err
