@@ -24,6 +24,7 @@ def edge_scores(graph, logits, name="logits"):
     if not torch.is_tensor(logits) or logits.dtype not in _FLOATS:
         raise ZooOpError(f"{name} must be a floating-point tensor, got "
                          f"{getattr(logits, 'dtype', type(logits).__name__)}")
+    check_cpu_half(logits, name)
     num_edges = graph.num_edges()
     shape = tuple(logits.shape)
     ok = (logits.dim() in (1, 2) or (logits.dim() == 3 and shape[2] == 1))
@@ -35,6 +36,13 @@ def edge_scores(graph, logits, name="logits"):
         raise ZooOpError(f"{name} is on {logits.device} but the graph is on {graph.device}: "
                          "move one of them, e.g. graph.to(logits.device)")
     return logits.reshape(num_edges, shape[1] if len(shape) > 1 else 1), shape
+
+
+def check_cpu_half(tensor, name):
+    """DGL 2.1's CPU kernels have no float16: refuse it with the fix instead of a C++ error."""
+    if tensor.dtype == torch.float16 and tensor.device.type == "cpu":
+        raise ZooOpError(f"{name} is float16 on the CPU, where DGL's sparse kernels support only bfloat16, "
+                         f"float32 and float64: cast it, e.g. {name}.float(), or run on a GPU")
 
 
 def edge_param(value, name, x, shape, per_edge):

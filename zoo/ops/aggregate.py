@@ -13,7 +13,7 @@ import warnings
 import dgl
 import torch
 
-from ._common import ZooOpError
+from ._common import ZooOpError, check_cpu_half
 
 
 def _per_head_products(indptr, indices, values, feat, shape):
@@ -68,4 +68,5 @@ def edge_weighted_sum(graph, weights: torch.Tensor, feat: torch.Tensor) -> torch
                          f"{weights.shape[1]}, F] (source nodes, heads, features)")
     if weights.dtype != feat.dtype:
         raise ZooOpError(f"weights are {weights.dtype} but feat is {feat.dtype}: cast one of them")
+    check_cpu_half(weights, "weights")
     return _EdgeWeightedSum.apply(graph, weights, feat)
