@@ -202,7 +202,7 @@ def test_cli_exits_2_with_a_clear_message(runs, tmp_path, capsys):
     assert tool.main([str(runs), "--alpha", "5"]) == 2
     assert "alpha must lie in (0, 1), got 5.0" in capsys.readouterr().err
     assert tool.main([str(runs), "--tuned", "q=qfrozen_*", "--tune-seeds", "0-x"]) == 2
-    assert "seeds '0-x' must look like 0-9 or 0,3,5" in capsys.readouterr().err
+    assert "seeds '0-x': '0-x' is not a seed or a range; write them like 0-9 or 0,3,5" in capsys.readouterr().err
     assert tool.main([str(runs), "--tuned", "q=qfrozen_*", "--tune-seeds", "0-2"]) == 0
     assert "validation main metric over seeds 0-2 (never test)" in capsys.readouterr().out
     assert tool.main([str(runs), "--diagnostics"]) == 2

@@ -75,4 +75,4 @@ def test_cli_rejects_bad_seeds(capsys):
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     assert tool.main([str(ROOT / "recipes/texas_qfrozen_0.5.yaml"), "--tune-seeds", "a-b"]) == 2
-    assert "seeds 'a-b' must look like 0-9 or 0,3,5" in capsys.readouterr().err
+    assert "seeds 'a-b': 'a-b' is not a seed or a range; write them like 0-9 or 0,3,5" in capsys.readouterr().err
