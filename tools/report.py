@@ -18,7 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
-from zoo.analysis.report import ReportError, collect_runs, make_report, parse_tuned  # noqa: E402
+from zoo.analysis.report import make_report  # noqa: E402
+from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
+from zoo.analysis.tables import parse_tuned  # noqa: E402
 from zoo.analysis.timing_report import render_timing, timing_table  # noqa: E402
 from zoo.engine.recipe import RecipeError, parse_seeds  # noqa: E402
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics
-from zoo.analysis.report import ReportError, collect_runs
+from zoo.analysis.runs import ReportError, collect_runs
 
 
 def write_run(root: Path, dataset: str, model: str, seed: int, q: list, zeros: list, cf: dict, agreement: list,

@@ -9,17 +9,11 @@ import numpy as np
 import pytest
 import yaml
 
-from zoo.analysis.report import (
-    ReportError,
-    collect_runs,
-    make_report,
-    paired_comparisons,
-    parse_tuned,
-    rank_analysis,
-    render_markdown,
-    results_table,
-    table_frame,
-)
+from zoo.analysis.rendering import render_markdown
+from zoo.analysis.report import make_report
+from zoo.analysis.runs import ReportError, collect_runs
+from zoo.analysis.table_statistics import paired_comparisons, rank_analysis
+from zoo.analysis.tables import parse_tuned, results_table
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = range(5)

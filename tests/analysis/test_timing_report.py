@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zoo.analysis.report import ReportError, collect_runs
+from zoo.analysis.runs import ReportError, collect_runs
 from zoo.analysis.timing_report import render_timing, timing_table
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 import zoo.engine.experiment as experiment
-from zoo.analysis.report import collect_runs, results_table
+from zoo.analysis.runs import collect_runs
+from zoo.analysis.tables import results_table
 from zoo.engine.recipe import RecipeError, load_recipe
 from zoo.engine.tuning import grid_name, tune_and_run
 

@@ -1,7 +1,17 @@
-"""Diagnostics and statistics over finished runs (the report itself: :mod:`zoo.analysis.report`)."""
+"""Diagnostics and statistics over finished runs, and the results report that ``tools/report.py`` prints."""
+from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics
 from zoo.analysis.paired_tests import cohens_d_paired, holm, paired_test
 from zoo.analysis.rank_tests import average_ranks, friedman, nemenyi_cd, rank_matrix
+from zoo.analysis.rendering import markdown_table, render_markdown, table_frame
+from zoo.analysis.report import make_report
+from zoo.analysis.runs import ReportError, collect_runs, per_seed_rows
 from zoo.analysis.seed_summary import format_summary, summarize_seeds
+from zoo.analysis.table_statistics import paired_comparisons, rank_analysis
+from zoo.analysis.tables import ResultsTable, parse_tuned, pick_best, results_table
+from zoo.analysis.timing_report import render_timing, timing_table
 
-__all__ = ["average_ranks", "cohens_d_paired", "format_summary", "friedman", "holm", "nemenyi_cd", "paired_test",
-           "rank_matrix", "summarize_seeds"]
+__all__ = ["ReportError", "ResultsTable", "average_ranks", "cohens_d_paired", "collect_runs", "diagnostics_table",
+           "format_summary", "friedman", "holm", "make_report", "markdown_table", "nemenyi_cd", "paired_comparisons",
+           "paired_test", "parse_tuned", "per_seed_rows", "pick_best", "rank_analysis", "rank_matrix",
+           "render_diagnostics", "render_markdown", "render_timing", "results_table", "summarize_seeds",
+           "table_frame", "timing_table"]

@@ -21,7 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zoo.analysis.report import PERCENT_METRICS, ReportError, markdown_table, order_datasets, per_seed_rows
+from zoo.analysis.rendering import markdown_table
+from zoo.analysis.runs import ReportError, per_seed_rows
+from zoo.analysis.tables import PERCENT_METRICS, order_datasets
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -48,7 +50,7 @@ def _seed_row(path: Path) -> dict | None:
 def diagnostics_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Mean over seeds of each diagnostic, one row per (model, dataset) that has LTGA diagnostics.
 
-    ``runs`` is :func:`zoo.analysis.report.collect_runs` output (its ``path`` column is read).
+    ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read).
 
     >>> diagnostics_table(collect_runs("runs/ltga")).loc[("ltga_edge", "cora"), "zeros_l2"]  # doctest: +SKIP
     """

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from zoo.analysis.report import ReportError, markdown_table, order_datasets, per_seed_rows
+from zoo.analysis.rendering import markdown_table
+from zoo.analysis.runs import ReportError, per_seed_rows
+from zoo.analysis.tables import order_datasets
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -31,7 +33,7 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, dataset): seeds ``n``, thread counts, mean epochs, seconds per epoch
     (median, min, max over seeds) and mean training minutes per seed.
 
-    ``runs`` is :func:`zoo.analysis.report.collect_runs` output (its ``path`` column is read).
+    ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read).
 
     >>> timing_table(collect_runs("runs/ltga")).loc[("ltga_edge", "tolokers"), "per_epoch_median"]  # doctest: +SKIP
     """

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from zoo.analysis.report import LOWER_IS_BETTER, pick_best
+from zoo.analysis.tables import LOWER_IS_BETTER, pick_best
 from zoo.engine.checkpoint import write_json
 from zoo.engine.distributed import is_main, say
 from zoo.engine.experiment import run_folder, run_recipe, run_sweep

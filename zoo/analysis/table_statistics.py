@@ -1,0 +1,65 @@
+"""Statistics over a results table: paired tests against a reference row, Friedman + Nemenyi.
+
+They apply :mod:`zoo.analysis.paired_tests` and :mod:`zoo.analysis.rank_tests` to the cells of a
+:class:`~zoo.analysis.tables.ResultsTable`. Holm's correction runs over the comparisons within one
+dataset (one table column is one family); the rank tests use only the datasets where every row
+has runs.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from zoo.analysis.paired_tests import holm, paired_test
+from zoo.analysis.rank_tests import friedman, nemenyi_cd
+from zoo.analysis.runs import ReportError
+from zoo.analysis.tables import ResultsTable
+
+
+def paired_comparisons(table: ResultsTable, reference: str, alpha: float = 0.05) -> pd.DataFrame:
+    """``paired_test`` of ``reference`` against every other row, per dataset, pairing by seed.
+
+    Only seeds present in both cells are used (``n``); a pair with fewer than 2 is listed but not
+    tested. ``mean_diff`` is reference minus row, in table units; ``p_holm`` is Holm-corrected
+    over the tested comparisons of the same dataset.
+    """
+    if reference not in table.rows:
+        raise ReportError(f"reference {reference!r} is not a row of the table; rows: {', '.join(table.rows)}")
+    records = []
+    for dataset in table.datasets:
+        if (reference, dataset) not in table.scores:
+            continue
+        ref, family = table.scores[reference, dataset], []
+        for row in table.rows:
+            if row == reference or (row, dataset) not in table.scores:
+                continue
+            other = table.scores[row, dataset]
+            seeds = ref.index.intersection(other.index)
+            record = {"dataset": dataset, "reference": reference, "model": row, "n": len(seeds)}
+            if len(seeds) >= 2:
+                record.update(paired_test(ref[seeds].to_numpy(), other[seeds].to_numpy(), alpha))
+                family.append(record)
+            records.append(record)
+        for record, p in zip(family, holm([r["p_value"] for r in family])):
+            record["p_holm"] = p
+    columns = ["dataset", "reference", "model", "n", "mean_diff", "test", "statistic", "p_value", "p_holm",
+               "cohens_d", "shapiro_p"]
+    return pd.DataFrame(records, columns=columns)
+
+
+def rank_analysis(table: ResultsTable, alpha: float = 0.05) -> dict:
+    """Friedman test and Nemenyi CD over the datasets where every row has runs.
+
+    Returns ``{"datasets", "dropped" ({dataset: rows missing}), "ranks", "friedman", "cd"}``;
+    ``friedman`` is None unless there are >= 3 rows and >= 2 complete datasets, ``cd`` is None
+    unless there are >= 2 rows and >= 1 complete dataset.
+    """
+    complete = table.complete_datasets
+    k, n = len(table.rows), len(complete)
+    return {
+        "datasets": complete,
+        "dropped": {d: [r for r in table.rows if (r, d) not in table.scores]
+                    for d in table.datasets if d not in complete},
+        "ranks": table.avg_rank,
+        "friedman": friedman(table.mean[complete].to_numpy(), table.higher_is_better) if k >= 3 and n >= 2 else None,
+        "cd": nemenyi_cd(k, n, alpha) if k >= 2 and n >= 1 else None,
+    }

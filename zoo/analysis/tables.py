@@ -1,0 +1,223 @@
+"""Rows of run results -> a results table: models x datasets, per-seed scores of each cell.
+
+:func:`results_table` turns :func:`zoo.analysis.runs.collect_runs` output into a
+:class:`ResultsTable` in the paper's Table 1 layout; the statistics over it are in
+:mod:`zoo.analysis.table_statistics`, its Markdown and CSV forms in :mod:`zoo.analysis.rendering`.
+
+Choices, also stated in the rendered report:
+
+* "avg", "avg rank" and the Friedman test use only the datasets where every row has runs.
+* A "tuned" row picks, per dataset, the matching model with the best mean validation main metric
+  (ties: the first name in sorted order, :func:`pick_best`) and reports that model's scores on the
+  chosen split. With ``tune_seeds`` the mean runs over those seeds only, so a grid can be tuned on
+  a few seeds and only the pick run on all of them. A dataset where some candidate lacks a tuning
+  seed gets no tuned cell, and the report names the missing runs; candidates with no runs at all
+  on a dataset (a smaller grid there, or not yet run) are named in a note beside the pick.
+"""
+from __future__ import annotations
+
+import fnmatch
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from zoo.analysis.rank_tests import average_ranks
+from zoo.analysis.runs import ReportError
+
+DATASET_ORDER = ("cora", "citeseer", "pubmed", "texas", "cornell", "wisconsin", "roman_empire",
+                 "amazon_ratings", "tolokers", "minesweeper", "questions")
+PERCENT_METRICS = frozenset({"accuracy", "macro_f1", "roc_auc"})
+LOWER_IS_BETTER = frozenset({"nll", "brier", "ece", "mae", "rmse", "loss"})
+
+
+def parse_tuned(spec: str | None) -> dict[str, str]:
+    """``"qfrozen=qfrozen_*,entmax=entmax_*"`` -> ``{"qfrozen": "qfrozen_*", "entmax": "entmax_*"}``.
+
+    >>> parse_tuned("qfrozen=qfrozen_*")
+    {'qfrozen': 'qfrozen_*'}
+    """
+    tuned = {}
+    for item in (spec or "").split(","):
+        name, sep, pattern = (part.strip() for part in item.partition("="))
+        if not (sep and name and pattern):
+            raise ReportError(f"--tuned takes NAME=PATTERN items separated by commas, got {item!r}")
+        tuned[name] = pattern
+    return tuned
+
+
+def order_datasets(datasets) -> list[str]:
+    """Datasets in the paper's column order, then any others sorted."""
+    known = [d for d in DATASET_ORDER if d in set(datasets)]
+    return known + sorted(set(datasets) - set(known))
+
+
+def _scores(df: pd.DataFrame, metric: str, split: str) -> pd.DataFrame:
+    """``df`` plus ``score`` (``metric`` on ``split``) and ``val_main``, in percent where that fits."""
+    names = df.main_metric if metric == "main" else pd.Series(metric, index=df.index)
+    for where, name in sorted({(split, n) for n in names} | {("val", n) for n in df.main_metric}):
+        if f"{where}_{name}" not in df:
+            available = sorted(c.split("_", 1)[1] for c in df if c.startswith(f"{where}_"))
+            raise ReportError(f"no metric {name!r} on split {where!r} in the runs; "
+                              f"available: main, {', '.join(available)}")
+
+    def values(where: str, names: pd.Series) -> np.ndarray:
+        picked = np.array([df.at[i, f"{where}_{name}"] for i, name in names.items()], dtype=float)
+        return picked * np.where(names.isin(PERCENT_METRICS), 100.0, 1.0)
+
+    return df.assign(score=values(split, names), val_main=values("val", df.main_metric)).dropna(subset=["score"])
+
+
+@dataclass
+class ResultsTable:
+    """Per-seed scores of each (row, dataset) cell and what a tuned row picked.
+
+    ``scores[(row, dataset)]`` is a Series indexed by seed (missing cells are absent);
+    ``picks[row][dataset]`` is ``(model, mean validation main metric)`` for tuned rows;
+    ``incomplete[row][dataset]`` says which tuning runs a tuned cell left empty still lacks;
+    ``unrun[row][dataset]`` lists the candidates with no runs on a dataset that has a pick.
+    """
+
+    metric: str
+    split: str
+    rows: list[str]
+    datasets: list[str]
+    scores: dict
+    main_metrics: dict
+    percent: bool
+    higher_is_better: bool
+    picks: dict = field(default_factory=dict)
+    tune_seeds: list | None = None
+    incomplete: dict = field(default_factory=dict)
+    unrun: dict = field(default_factory=dict)
+
+    def _frame(self, stat: str) -> pd.DataFrame:
+        cells = {(r, d): getattr(self.scores[r, d], stat)() for r in self.rows for d in self.datasets
+                 if (r, d) in self.scores}
+        return pd.DataFrame([[cells.get((r, d), np.nan) for d in self.datasets] for r in self.rows],
+                            index=self.rows, columns=self.datasets, dtype=float)
+
+    @property
+    def mean(self) -> pd.DataFrame:
+        """Rows x datasets means over seeds (NaN where a row has no runs)."""
+        return self._frame("mean")
+
+    @property
+    def sd(self) -> pd.DataFrame:
+        """Rows x datasets sample standard deviations (n - 1; NaN for a single seed)."""
+        return self._frame("std")
+
+    @property
+    def n(self) -> pd.DataFrame:
+        """Rows x datasets seed counts (NaN where a row has no runs)."""
+        return self._frame("count")
+
+    @property
+    def complete_datasets(self) -> list[str]:
+        """The datasets on which every row has runs: those averaged and ranked."""
+        mean = self.mean
+        return [d for d in self.datasets if mean[d].notna().all()]
+
+    @property
+    def avg(self) -> pd.Series:
+        """Each row's mean over the complete datasets."""
+        return self.mean[self.complete_datasets].mean(axis=1)
+
+    @property
+    def avg_rank(self) -> pd.Series:
+        """Each row's average rank over the complete datasets (1 best, ties averaged)."""
+        complete = self.mean[self.complete_datasets]
+        if complete.shape[1] == 0:
+            return pd.Series(np.nan, index=self.rows)
+        return pd.Series(average_ranks(complete.to_numpy(), self.higher_is_better), index=self.rows)
+
+
+def _rows(available: list[str], models, tuned: dict, reference) -> tuple[list[str], dict]:
+    """Row labels in order (models, tuned rows, then the reference) and ``{tuned label: models}``."""
+    matched = {}
+    for name, pattern in tuned.items():
+        matched[f"{name} (tuned)"] = fnmatch.filter(available, pattern)
+        if not matched[f"{name} (tuned)"]:
+            raise ReportError(f"--tuned pattern {pattern!r} matches no model; "
+                              f"models in the runs: {', '.join(available)}")
+    consumed = set(itertools.chain(*matched.values()))
+    plain = list(models) if models else [m for m in available if m not in consumed or m == reference]
+    tail = [reference] if reference and reference not in plain and reference not in matched else []
+    for model in plain + tail:
+        if model not in available:
+            raise ReportError(f"no runs of model {model!r}; models in the runs: {', '.join(available)}")
+    return plain + list(matched) + tail, matched
+
+
+def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: str = "test",
+                  tuned: dict | None = None, reference: str | None = None,
+                  tune_seeds=None) -> ResultsTable:
+    """Summarise ``collect_runs`` output into rows (models, tuned rows, reference) x datasets.
+
+    ``metric`` is ``"main"`` (each dataset's main metric) or a metric name; accuracy, macro-F1
+    and ROC-AUC are in percent. ``models`` defaults to every model not matched by a tuned
+    pattern. ``tuned`` maps a row name to a glob over model names (see the module notes).
+    ``reference``, if not among the rows, is added as the last row. ``tune_seeds`` (seeds) limits
+    the validation mean a tuned row picks on to those seeds.
+
+    >>> table = results_table(collect_runs("runs"), models=["gat"], reference="ltga_edge")  # doctest: +SKIP
+    >>> table.mean.round(2)                                                                  # doctest: +SKIP
+    """
+    df = _scores(df, metric, split)
+    rows, matched = _rows(sorted(df.model.unique()), models, tuned or {}, reference)
+    used = df[df.model.isin(set(rows) | set(itertools.chain(*matched.values())))]
+    for (dataset, model), hashes in used.groupby(["dataset", "model"]).config_hash.unique().items():
+        if len(hashes) > 1:
+            raise ReportError(f"{model} on {dataset} has runs of {len(hashes)} configurations ({', '.join(hashes)});"
+                              f" pass the folder of one of them, e.g. <runs>/{dataset}_{model}/{hashes[0]}")
+    cells = {key: group.set_index("seed").sort_index() for key, group in used.groupby(["model", "dataset"])}
+    scores = {(m, d): cell.score for (m, d), cell in cells.items() if m in rows}
+    names = set(used.main_metric) if metric == "main" else {metric}
+    directions = {name in LOWER_IS_BETTER for name in names}
+    if len(directions) > 1:
+        raise ReportError(f"the datasets' metrics {sorted(names)} mix lower-is-better and higher-is-better; "
+                          "report those datasets separately (or pass --metric)")
+    higher = not directions.pop()
+    lower = set(used.main_metric) <= LOWER_IS_BETTER  # tuned rows pick on the main metric
+    picks, incomplete, unrun = {}, {}, {}
+    for label, candidates in matched.items():
+        picks[label] = {}
+        for dataset in order_datasets(used.dataset):
+            present = {m: cells[m, dataset].val_main for m in candidates if (m, dataset) in cells}
+            if not present:
+                continue
+            lacking = _lacking_seeds(present, tune_seeds)
+            absent = [m for m in candidates if m not in present]
+            if lacking:
+                incomplete.setdefault(label, {})[dataset] = "; ".join(lacking + [f"{m} not run" for m in absent])
+                continue
+            if absent:
+                unrun.setdefault(label, {})[dataset] = absent
+            val = {m: v.mean() if tune_seeds is None else v[sorted(tune_seeds)].mean() for m, v in present.items()}
+            best = pick_best(val, lower)
+            picks[label][dataset] = (best, val[best])
+            scores[label, dataset] = cells[best, dataset].score
+    return ResultsTable(metric=metric, split=split, rows=rows, datasets=order_datasets(used.dataset),
+                        scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
+                        percent=names <= PERCENT_METRICS, higher_is_better=higher, picks=picks,
+                        tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None, incomplete=incomplete,
+                        unrun=unrun)
+
+
+def pick_best(val: dict[str, float], lower_is_better: bool) -> str:
+    """The name with the best validation score; ties go to the first name in sorted order.
+
+    >>> pick_best({"qfrozen_2.0": 0.7, "qfrozen_0.5": 0.7, "qfrozen_1.5": 0.6}, lower_is_better=False)
+    'qfrozen_0.5'
+    """
+    return (min if lower_is_better else max)(sorted(val), key=val.get)
+
+
+def _lacking_seeds(present: dict, tune_seeds) -> list[str]:
+    """Which present candidates lack which tuning seeds (none without ``tune_seeds``)."""
+    if tune_seeds is None:
+        return []
+    return [f"{m} lacks tuning seed(s) {sorted(set(tune_seeds) - set(v.index))}"
+            for m, v in present.items() if set(tune_seeds) - set(v.index)]
+
