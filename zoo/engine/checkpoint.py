@@ -3,30 +3,16 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
-
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from zoo._atomic import atomic_write
 
 
 def save_checkpoint(state: dict, path: str | Path) -> None:
     """``torch.save`` to ``path`` through a temporary file and an atomic rename."""
-    _atomic_write(Path(path), lambda handle: torch.save(state, handle))
+    atomic_write(path, lambda handle: torch.save(state, handle))
 
 
 def cpu_state_dict(module: torch.nn.Module) -> dict:
@@ -47,4 +33,4 @@ def load_checkpoint(path: str | Path) -> dict:
 def write_json(obj, path: str | Path) -> None:
     """Write JSON atomically (sorted keys, indented)."""
     text = json.dumps(obj, indent=2, sort_keys=True, default=str).encode()
-    _atomic_write(Path(path), lambda handle: handle.write(text))
+    atomic_write(path, lambda handle: handle.write(text))

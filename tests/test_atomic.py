@@ -1,0 +1,24 @@
+"""atomic_write: the file appears whole or not at all, and no temporary file is left behind."""
+import pytest
+
+from zoo._atomic import atomic_write
+
+
+def test_write_creates_folders_and_replaces_the_file(tmp_path):
+    path = tmp_path / "a" / "b.bin"
+    atomic_write(path, lambda handle: handle.write(b"first"))
+    atomic_write(path, lambda handle: handle.write(b"second"))
+    assert path.read_bytes() == b"second" and [p.name for p in path.parent.iterdir()] == ["b.bin"]
+
+
+def test_a_failing_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "b.bin"
+    path.write_bytes(b"old")
+
+    def fail(handle):
+        handle.write(b"half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(path, fail)
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["b.bin"]
