@@ -9,7 +9,7 @@ from zoo.data import load_graph_dataset, make_dataloaders
 from zoo.engine.graph_metrics import graph_metric
 from zoo.engine.graph_trainer import predict
 from zoo.models import list_models
-from zoo.pretrained import PRETRAINED_DIR, load_pretrained
+from zoo.models.pretrained import PRETRAINED_DIR, load_pretrained
 
 SHIPPED = list_models(pretrained=True)
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from zoo.pretrained import PretrainedError, export_run, load_pretrained  # noqa: E402
+from zoo.engine.export import export_run  # noqa: E402
+from zoo.models import PretrainedError, load_pretrained  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from zoo.analysis import format_summary  # noqa: E402
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine import RecipeError  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
-from zoo.pretrained import PretrainedError  # noqa: E402
+from zoo.models import PretrainedError  # noqa: E402
 from zoo.transfer import TransferError, finetune  # noqa: E402
 
 

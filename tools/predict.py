@@ -24,7 +24,7 @@ from zoo.data import DatasetError  # noqa: E402
 from zoo.data.molecules import (  # noqa: E402
     BadSmiles, InvalidSmilesError, column_indices, format_report, read_csv_rows, smiles_problem,
 )
-from zoo.pretrained import PretrainedError  # noqa: E402
+from zoo.models import PretrainedError  # noqa: E402
 from zoo.transfer import TransferError, predict  # noqa: E402
 
 

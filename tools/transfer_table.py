@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine.recipe import RecipeError, parse_seeds  # noqa: E402
-from zoo.pretrained import PretrainedError  # noqa: E402
+from zoo.models import PretrainedError  # noqa: E402
 from zoo.transfer import TransferError  # noqa: E402
 from zoo.transfer.transfer_table import format_transfer_table, transfer_table  # noqa: E402
 

@@ -15,7 +15,7 @@ import importlib
 from zoo._version import __version__
 __all__ = ["create_model", "finetune", "list_models", "load_pretrained", "predict", "save_pretrained"]
 _HOMES = {"create_model": "zoo.models", "list_models": "zoo.models",
-          "load_pretrained": "zoo.pretrained", "save_pretrained": "zoo.pretrained",
+          "load_pretrained": "zoo.models", "save_pretrained": "zoo.models",
           "finetune": "zoo.transfer", "predict": "zoo.transfer"}
 
 

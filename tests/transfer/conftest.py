@@ -5,7 +5,7 @@ import torch
 from tests.transfer.helpers import MODEL_ARGS, RECIPE, SMILES, write_csv
 from zoo.data.molecules import FEATURIZER_SPEC
 from zoo.models import create_model
-from zoo.pretrained import save_pretrained
+from zoo.models.pretrained import save_pretrained
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from zoo.pretrained import load_pretrained
+from zoo.models.pretrained import load_pretrained
 from zoo.transfer import predict
 
 ROOT = Path(__file__).resolve().parents[2]

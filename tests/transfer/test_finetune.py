@@ -6,10 +6,11 @@ import torch
 
 from tests.transfer.helpers import MODEL_ARGS, write_csv
 from zoo.data import DatasetError, InvalidSmilesError
+from zoo.engine.environment import git_commit
 from zoo.engine.graph_trainer import masked_loss
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
-from zoo.pretrained import load_pretrained
+from zoo.models.pretrained import load_pretrained
 from zoo.transfer import TransferError, finetune
 
 FAST = {"epochs": 2, "progress": False}
@@ -45,6 +46,7 @@ def test_finetune_writes_runs_checkpoints_and_summary(pretrained_path, regressio
     assert card["recipe"]["optim"]["epochs"] == 2 and card["recipe"]["optim"]["patience"] == 2
     assert card["recipe"]["optim"]["warmup_epochs"] == 0  # 10 of 100 epochs, scaled to 2
     assert card["pe_spec"]["rwse_k"] == 4 and card["featurizer"]["name"] == "ogb-smiles2graph"
+    assert card["git_commit"] == git_commit() and card["versions"]["torch"] == torch.__version__.split("+")[0]
     run = json.loads((out / "seed0" / "metrics.json").read_text())
     assert all(torch.isfinite(torch.tensor(row["train_loss"])) for row in run["curves"])  # NaN cells masked
 

@@ -11,7 +11,7 @@ from zoo.data import InvalidSmilesError, add_positional_encodings, collate, smil
 from zoo.data.graph_datasets import GraphSubset
 from zoo.engine.graph_trainer import predict as trainer_predict
 from zoo.models import create_model
-from zoo.pretrained import load_pretrained
+from zoo.models.pretrained import load_pretrained
 from zoo.transfer import Predictions, TransferError, finetune, predict
 
 MOLECULES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C1CCCCC1", "CN1C=NC2=C1C(=O)N(C)C(=O)N2C"]

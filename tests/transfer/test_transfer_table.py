@@ -5,7 +5,7 @@ from sklearn.ensemble import RandomForestRegressor
 
 from zoo.baselines import morgan_fingerprints
 from zoo.data import load_csv_dataset
-from zoo.pretrained import load_pretrained
+from zoo.models.pretrained import load_pretrained
 from zoo.transfer import transfer_table as tt
 
 

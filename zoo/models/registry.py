@@ -33,7 +33,7 @@ def list_models(pretrained: bool = False) -> list[str]:
     """Names of all registered architectures, sorted; with ``pretrained=True`` the names of the
     shipped pretrained checkpoints instead (what :func:`zoo.load_pretrained` accepts)."""
     if pretrained:
-        from zoo.pretrained import pretrained_names  # lazily: zoo.pretrained imports this module
+        from zoo.models.pretrained import pretrained_names  # lazily: that module imports this one
 
         return pretrained_names()
     return sorted(_MODELS)

@@ -24,12 +24,14 @@ from zoo.analysis import summarize_seeds
 from zoo.data import DatasetError, load_csv_dataset
 from zoo.data.molecules import column_indices, read_csv_rows, format_report
 from zoo.engine.checkpoint import write_json
+from zoo.engine.environment import environment
+from zoo.engine.export import model_card
 from zoo.engine.graph_metrics import graph_metric
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.recipe import build_recipe, parse_seeds
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
-from zoo.pretrained import save_pretrained
+from zoo.models.pretrained import save_pretrained
 from zoo.transfer.prediction import TransferError, resolve_model
 
 TASKS = {
@@ -96,7 +98,7 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
     first = datasets[seeds[0]]
     if first.report:
         print(f"{path}: skipped {len(first.report)} row(s) with invalid SMILES:\n{format_report(first.report)}")
-    runs = []
+    runs, trained_with = [], environment()
     for seed, dataset in datasets.items():
         model = _start_model(parent, len(target_cols), seed, from_scratch, freeze_encoder)
         seed_dir = out / f"seed{seed}"
@@ -104,8 +106,11 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
             shutil.rmtree(seed_dir)
         metrics = train_graph_model(recipe, dataset, seed, seed_dir, progress=progress, model=model,
                                     extra_metrics=reported)
-        card = _card(parent.card, recipe, dataset, split, seed, target_cols, metrics, origin, freeze_encoder,
-                     command)
+        card = model_card(f"{recipe.name}_seed{seed}", model, recipe, metrics, trained_with,
+                          num_outputs=len(target_cols), target_columns=target_cols, command=command,
+                          split={"kind": split, "seed": seed, "sizes": dataset.sizes, "source": dataset.split_source},
+                          dataset=_dataset_record(dataset), featurizer=dataset.featurizer, parent=origin,
+                          freeze_encoder=freeze_encoder)
         save_pretrained(model, card, seed_dir / "model.pt")
         if progress:
             print(f"seed {seed}: best epoch {metrics['best_epoch']}, val {metric} "
@@ -215,28 +220,9 @@ def _parent_record(pretrained, card: dict) -> dict:
             "weights_sha256": card.get("weights_sha256")}
 
 
-def _card(parent: dict, recipe, dataset, split: str, seed: int, target_cols: list[str], metrics: dict,
-          origin, freeze_encoder: bool, command: str) -> dict:
-    """The fine-tuned checkpoint's card."""
+def _dataset_record(dataset) -> dict:
+    """The CSV a model was fine-tuned on, as its card records it."""
     source = dataset.card["source"]
-    return {
-        "name": f"{recipe.name}_seed{seed}",
-        "architecture": parent["architecture"],
-        "model_args": {**parent["model_args"], "num_outputs": len(target_cols)},
-        "recipe": recipe.to_dict(),
-        "task": dataset.task,
-        "metric": dataset.metric,
-        "featurizer": dataset.featurizer,
-        "pe_spec": dataset.pe_spec,
-        "dataset": {"name": dataset.name, "path": str(Path(source["path"]).resolve()), "sha256": source["sha256"],
-                    "smiles_column": source["smiles_column"], "molecules": len(dataset),
-                    "skipped_rows": len(dataset.report)},
-        "split": {"kind": split, "seed": seed, "sizes": dataset.sizes, "source": dataset.split_source},
-        "target_columns": target_cols,
-        "metrics": {part: metrics["final"][part] for part in ("val", "test")},
-        "best_epoch": metrics["best_epoch"],
-        "parent": origin,
-        "freeze_encoder": freeze_encoder,
-        "command": command,
-    }
+    return {"name": dataset.name, "path": str(Path(source["path"]).resolve()), "sha256": source["sha256"],
+            "smiles_column": source["smiles_column"], "molecules": len(dataset), "skipped_rows": len(dataset.report)}
 

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from zoo.data.cards import DatasetError
 from zoo.data.molecules import BadSmiles, InvalidSmilesError, check_featurizer_spec, featurize_smiles, format_report
 from zoo.data.positional import add_positional_encodings
-from zoo.pretrained import load_pretrained
+from zoo.models.pretrained import load_pretrained
 
 
 class TransferError(ValueError):
@@ -54,7 +54,7 @@ def resolve_model(model) -> torch.nn.Module:
     card = getattr(model, "card", None)
     if not isinstance(card, dict):
         raise TransferError(
-            f"{type(model).__name__} has no .card dict; pass a model from zoo.pretrained.load_pretrained "
+            f"{type(model).__name__} has no .card dict; pass a model from zoo.load_pretrained "
             "or a checkpoint name / path."
         )
     if "featurizer" not in card:

@@ -17,7 +17,7 @@ from zoo.baselines import fit_predict_forest
 from zoo.data import csv_card_file, load_card, load_csv_dataset
 from zoo.engine.checkpoint import write_json
 from zoo.engine.graph_metrics import graph_metric
-from zoo.pretrained import load_pretrained
+from zoo.models.pretrained import load_pretrained
 from zoo.transfer.finetuning import finetune
 from zoo.transfer.prediction import TransferError
 

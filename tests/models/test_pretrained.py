@@ -1,36 +1,25 @@
-"""Pretrained checkpoints: save/load round trip, integrity and featurizer checks, export of a real run."""
-import csv
+"""Pretrained checkpoints: save/load round trip, integrity, featurizer and card checks, names."""
 import hashlib
-import importlib.util
-import json
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 import zoo
-from zoo.data import FEATURIZER_SPEC, load_csv_dataset
-from zoo.engine import experiment
-from zoo.engine.recipe import build_recipe
+from zoo.data import FEATURIZER_SPEC
 from zoo.models import create_model, list_models
 from zoo.models.benchmark import random_molecules
-from zoo.pretrained import (
+from zoo.models.pretrained import (
     FORMAT,
     PretrainedError,
-    export_run,
     load_pretrained,
+    model_from_card,
     pretrained_names,
     save_pretrained,
     weights_sha256,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 ARGS = dict(num_outputs=1, dim=16, heads=2, layers=1, pe="rwse", rwse_k=20, dim_pe=4)  # random_molecules has 20 rwse columns
-SMILES = ["CCO", "CCN", "CCC", "CCCC", "CCCO", "c1ccccc1", "c1ccccc1O", "c1ccccc1N", "c1ccncc1", "C1CCCCC1",
-          "C1CCCCC1O", "CC(C)O", "CC(=O)O", "CC(=O)N", "CCOC", "COC", "CNC", "C1CC1", "C1CCC1", "c1ccoc1",
-          "c1ccsc1", "OCCO", "NCCN", "CC#N"]
 
 
 def _tiny(seed=0):
@@ -40,27 +29,6 @@ def _tiny(seed=0):
 
 def _card(**extra):
     return {"architecture": "siggate_gt", "model_args": dict(ARGS), **extra}
-
-
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    """A real run folder from zoo.engine.run_recipe: 2 epochs on 24 SMILES with two targets.
-
-    The recipe names the zinc_smiles card (for its dataset card and featurizer); the loader is
-    patched to return the toy CSV instead of featurizing 12000 molecules.
-    """
-    tmp = tmp_path_factory.mktemp("run")
-    with open(tmp / "toy.csv", "w", newline="") as f:
-        csv.writer(f).writerows([["smiles", "a", "b"]] + [[s, len(s), i % 3] for i, s in enumerate(SMILES)])
-    data = load_csv_dataset(tmp / "toy.csv", "smiles", ["a", "b"], split="random", cache_root=tmp, progress=False)
-    recipe = build_recipe({"dataset": "zinc_smiles", "name": "toy", "task": "graph_regression",
-                           "model": {"name": "siggate_gt", "dim": 16, "heads": 2, "layers": 1, "local": "gine",
-                                     "pe": "rwse", "rwse_k": 4, "dim_pe": 4},
-                           "optim": {"epochs": 2, "batch_size": 8}})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(experiment, "load_graph_dataset", lambda name, progress: data)
-        experiment.run_recipe(recipe, tmp / "runs", progress=False)
-    return experiment.run_folder(recipe, tmp / "runs") / "seed0"
 
 
 def test_round_trip_by_path_and_by_name(tmp_path):
@@ -145,47 +113,17 @@ def test_list_models_pretrained(tmp_path):
     assert pretrained_names(tmp_path) == ["a_model", "b_model"]
 
 
-def test_export_run_writes_a_loadable_card(finished_run, tmp_path):
-    path = export_run(finished_run, "toy_model", "python tools/train.py toy.yaml", directory=tmp_path)
-    assert path == tmp_path / "toy_model.pt"
-    model = load_pretrained("toy_model", directory=tmp_path)
-    card, metrics = model.card, json.loads((finished_run / "metrics.json").read_text())
-    environment = json.loads((finished_run / "environment.json").read_text())
-    assert card["architecture"] == "siggate_gt" and card["model_args"]["num_outputs"] == 2  # two target columns
-    assert card["model_args"]["dim"] == 16 and "name" not in card["model_args"]
-    assert card["metrics"] == {"val": metrics["final"]["val"], "test": metrics["final"]["test"]}
-    assert card["best_epoch"] == metrics["best_epoch"] and card["metric"] == "mae"
-    assert card["featurizer"] == FEATURIZER_SPEC and card["pe_spec"] == {"rwse_k": 4}
-    assert card["dataset"]["name"] == "zinc_smiles" and card["target_columns"] == []
-    assert card["split"]["split_source"] == metrics["split_source"]
-    assert card["split"]["sizes"] == metrics["split_sizes"]  # the run's, not the zinc_smiles card's 10000/1000/1000
-    assert sum(card["split"]["sizes"].values()) == len(SMILES) and "sizes_from" not in card["split"]
-    assert card["recipe"]["optim"]["epochs"] == 2 and card["task"] == "graph_regression"
-    assert card["command"] == "python tools/train.py toy.yaml" and card["git_commit"] == environment["git_commit"]
-    assert card["zoo_version"] == zoo.__version__ and card["versions"]["torch"] == torch.__version__.split("+")[0]
-    best = torch.load(finished_run / "best.pt")["model"]
-    assert all(torch.equal(tensor, best[key]) for key, tensor in model.state_dict().items())
+def test_max_bytes_refuses_before_writing(tmp_path):
+    with pytest.raises(PretrainedError, match="m.pt would be .* MB, over the 0.001 MB limit"):
+        save_pretrained(_tiny(), _card(), tmp_path / "m.pt", max_bytes=1000)
+    assert not list(tmp_path.iterdir())
+    assert save_pretrained(_tiny(), _card(), tmp_path / "m.pt", max_bytes=10_000_000).stat().st_size <= 10_000_000
 
 
-def test_export_run_refuses_unfinished_runs_and_large_files(finished_run, tmp_path, monkeypatch):
-    unfinished = shutil.copytree(finished_run, tmp_path / "seed0")
-    (unfinished / "metrics.json").unlink()
-    with pytest.raises(PretrainedError, match="unfinished"):
-        export_run(unfinished, "toy", "", directory=tmp_path)
-    monkeypatch.setattr("zoo.pretrained.MAX_EXPORT_BYTES", 1000)
-    with pytest.raises(PretrainedError, match="over the 0.001 MB limit"):
-        export_run(finished_run, "toy", "", directory=tmp_path)
-    with pytest.raises(PretrainedError, match="file stem"):
-        export_run(finished_run, "../toy", "", directory=tmp_path)
-    assert not list(tmp_path.glob("*.pt"))
-
-
-def test_export_cli(finished_run, tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("export_cli", ROOT / "tools" / "export_pretrained.py")
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
-    assert cli.main([str(finished_run), "--name", "toy", "--command", "make train", "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert str(tmp_path / "toy.pt") in out and "MB" in out and "test mae" in out
-    assert cli.main([str(tmp_path / "nowhere"), "--name", "toy", "--out", str(tmp_path)]) == 2
-    assert "does not exist" in capsys.readouterr().err
+def test_model_from_card_builds_what_the_card_names():
+    model = model_from_card(_card())
+    assert set(model.state_dict()) == set(_tiny().state_dict())
+    with pytest.raises(PretrainedError, match=r"runs/x: create_model\('siggate_gt'.*failed"):
+        model_from_card(_card(model_args=dict(ARGS, no_such_argument=1)), "runs/x")
+    with pytest.raises(PretrainedError, match="model_args must be a mapping"):
+        model_from_card(_card(model_args=[16]))
