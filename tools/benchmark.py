@@ -16,29 +16,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tools.benchmarks.models import benchmark_aggregate, benchmark_gps, benchmark_layers  # noqa: E402
+from tools.benchmarks.ops import run as benchmark_ops  # noqa: E402
+
 
 def _ops(args: argparse.Namespace) -> None:
-    from zoo.ops.benchmark import run
-
-    run(edges=[int(float(e)) for e in args.edges], heads=args.heads, repeats=args.repeats)
+    benchmark_ops(edges=[int(float(e)) for e in args.edges], heads=args.heads, repeats=args.repeats)
 
 
 def _layers(args: argparse.Namespace) -> None:
-    from zoo.models.benchmark import benchmark_layers
-
     benchmark_layers(nodes=args.nodes, edges=int(float(args.edges)), feats=args.features, repeats=args.repeats,
                      density=args.density)
 
 
 def _gps(args: argparse.Namespace) -> None:
-    from zoo.models.benchmark import benchmark_gps
-
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats)
 
 
 def _aggregate(args: argparse.Namespace) -> None:
-    from zoo.models.benchmark import benchmark_aggregate
-
     benchmark_aggregate(nodes=args.nodes, edges=int(float(args.edges)), heads=args.heads, feats=args.features,
                         repeats=args.repeats)
 

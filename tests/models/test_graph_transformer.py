@@ -125,7 +125,7 @@ def test_registry_round_trip(molecules):
 
 
 def test_reset_head_changes_only_the_output_layer():
-    from zoo.models.benchmark import random_molecules
+    from tools.benchmarks.models import random_molecules
 
     model = create_model("siggate_gt", num_outputs=1, dim=32, heads=4, layers=2, pe="rwse", rwse_k=20).eval()
     batch = random_molecules(3)

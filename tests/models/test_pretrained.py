@@ -8,7 +8,7 @@ import torch
 import zoo
 from zoo.data import FEATURIZER_SPEC
 from zoo.models import create_model, list_models
-from zoo.models.benchmark import random_molecules
+from tools.benchmarks.models import random_molecules
 from zoo.models.pretrained import (
     FORMAT,
     PretrainedError,

@@ -1,27 +1,43 @@
-"""tools/benchmark.py layers / gps print a table with ratios to the peer (tiny sizes: a smoke test)."""
+"""tools/benchmark.py and its harnesses in tools/benchmarks/ (tiny sizes: no timing is asserted)."""
+import re
+
 from tests.tools.tool_loader import load_tool
+from tools.benchmarks import ops as ops_benchmark
+from tools.benchmarks.models import benchmark_gps, benchmark_layers
 
 benchmark_cli = load_tool("benchmark")
 
 
-def test_layers_and_gps_tables(capsys):
-    assert benchmark_cli.main(["layers", "--nodes", "60", "--edges", "300", "--features", "16", "--repeats", "1"]) == 0
-    assert benchmark_cli.main(["gps", "--batch-size", "2", "--repeats", "1"]) == 0
-    out = capsys.readouterr().out
-    for row in ("| gatv2 |", "| ltga_head |", "| ltga_edge |", "| gps |", "| siggate_gt |"):
-        assert row in out
-    peers = [line for line in out.splitlines() if line.startswith(("| gatv2 |", "| gps |"))]
-    assert len(peers) == 2 and all(line.endswith("| 1.000 |") for line in peers)  # each peer's own ratio
+def _rows(out: str) -> dict[str, tuple[str, str]]:
+    """``| name | ms | ratio |`` table rows as name -> (ms, ratio) strings."""
+    return {m[1]: (m[2], m[3]) for m in re.finditer(r"^\| (\w+) \| ([\d.]+) \| ([\d.]+) \|$", out, re.M)}
 
 
-def test_layers_with_sparse_features(capsys):
+def test_layers_and_gps_ratios_are_to_the_named_peer(capsys):
+    for run, peer, names in ((lambda: benchmark_layers(nodes=60, edges=300, feats=16, repeats=1), "gatv2",
+                              {"gatv2", "ltga_head", "ltga_edge"}),
+                             (lambda: benchmark_gps(batch_size=2, repeats=1), "gps", {"gps", "siggate_gt"})):
+        ms = run()
+        out = capsys.readouterr().out
+        assert set(ms) == names and f"ratio to {peer} |" in out
+        assert _rows(out) == {name: (f"{value:.1f}", f"{value / ms[peer]:.3f}") for name, value in ms.items()}
+
+
+def test_cli_layers_with_sparse_features(capsys):
     assert benchmark_cli.main(["layers", "--nodes", "60", "--edges", "300", "--features", "40", "--repeats", "1",
                                "--density", "0.05"]) == 0
     out = capsys.readouterr().out
-    assert "| ltga_head_sparse |" in out and "0/1 bag-of-words at density 0.05" in out
+    assert set(_rows(out)) == {"gatv2", "ltga_head", "ltga_edge", "ltga_head_sparse"}
+    assert "0/1 bag-of-words at density 0.05" in out
 
 
-def test_aggregate_table(capsys):
+def test_cli_aggregate_table(capsys):
     assert benchmark_cli.main(["aggregate", "--nodes", "50", "--edges", "200", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
-    assert "| dgl_update_all |" in out and "| edge_weighted_sum |" in out and "ms / forward+backward" in out
+    assert set(_rows(out)) == {"dgl_update_all", "edge_weighted_sum"} and "ms / forward+backward" in out
+
+
+def test_ops_worker_times_each_op_in_a_fresh_process():
+    result = ops_benchmark._worker(ops_benchmark.TIME_ENV, "time_ops", ["edge_softmax", "edge_entmax"], 2000, 2, 1)
+    assert set(result) == {"edge_softmax", "edge_entmax"}
+    assert all(set(times) == {"fwd_ms", "fwd_bwd_ms"} for times in result.values())

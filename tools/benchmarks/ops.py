@@ -25,7 +25,7 @@ import dgl
 import torch
 from dgl.nn.functional import edge_softmax
 
-from . import edge_entmax, edge_qsoftmax, edge_sparsemax
+from zoo.ops import edge_entmax, edge_qsoftmax, edge_sparsemax
 
 OPS = ("edge_softmax", "edge_qsoftmax", "edge_entmax", "edge_sparsemax")
 PEER = "padded_entmax_bisect"
@@ -137,7 +137,7 @@ def peak_memory(name, num_edges, heads):
 def _worker(env, func, *args):
     """Run ``func(*args)`` in a fresh interpreter with ``env`` added; its result or an error."""
     env = {**os.environ, **env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    done = subprocess.run([sys.executable, "-m", "zoo.ops.benchmark", json.dumps([func, *args])],
+    done = subprocess.run([sys.executable, "-m", "tools.benchmarks.ops", json.dumps([func, *args])],
                           env=env, capture_output=True, text=True)
     if done.returncode:
         return {"error": (done.stderr.strip().splitlines() or ["killed"])[-1]}
