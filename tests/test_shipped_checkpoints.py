@@ -8,8 +8,8 @@ import torch
 from zoo.data import load_graph_dataset, make_dataloaders
 from zoo.engine.graph_metrics import graph_metric
 from zoo.engine.graph_trainer import predict
-from zoo.models import list_models
-from zoo.models.pretrained import PRETRAINED_DIR, load_pretrained
+from zoo.models import list_models, load_pretrained
+from zoo.models.registry import PRETRAINED_DIR
 
 SHIPPED = list_models(pretrained=True)
 

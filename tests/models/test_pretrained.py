@@ -7,14 +7,13 @@ import torch
 
 import zoo
 from zoo.data import FEATURIZER_SPEC
-from zoo.models import create_model, list_models
+from zoo.models import create_model
 from tools.benchmarks.models import random_molecules
 from zoo.models.pretrained import (
     FORMAT,
     PretrainedError,
     load_pretrained,
     model_from_card,
-    pretrained_names,
     save_pretrained,
     weights_sha256,
 )
@@ -102,15 +101,6 @@ def test_save_pretrained_checks_the_card(tmp_path):
     with pytest.raises(PretrainedError, match="plain JSON"):
         save_pretrained(_tiny(), _card(path=tmp_path), tmp_path / "m.pt")
     assert not (tmp_path / "m.pt").exists()
-
-
-def test_list_models_pretrained(tmp_path):
-    assert list_models(pretrained=True) == pretrained_names()
-    assert "siggate_gt" in list_models() and "siggate_gt" not in list_models(pretrained=True)
-    for name in ("b_model", "a_model"):
-        save_pretrained(_tiny(), _card(), tmp_path / f"{name}.pt")
-    (tmp_path / "notes.md").write_text("not a checkpoint")
-    assert pretrained_names(tmp_path) == ["a_model", "b_model"]
 
 
 def test_max_bytes_refuses_before_writing(tmp_path):

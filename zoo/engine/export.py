@@ -18,7 +18,8 @@ import torch
 from zoo.data import FEATURIZER_SPEC, DatasetError, load_card
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.recipe import Recipe, RecipeError, build_recipe
-from zoo.models.pretrained import PRETRAINED_DIR, PretrainedError, model_from_card, save_pretrained
+from zoo.models.pretrained import PretrainedError, model_from_card, save_pretrained
+from zoo.models.registry import PRETRAINED_DIR
 
 MAX_EXPORT_BYTES = 10_000_000
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -60,7 +61,7 @@ def model_card(name: str, model: torch.nn.Module, recipe: Recipe, metrics: dict,
 def export_run(run_dir, name: str, command: str, directory=None) -> Path:
     """Save the best weights of a finished graph-level run with their card as ``<directory>/<name>.pt``.
 
-    ``directory`` defaults to the shipped :data:`zoo.models.pretrained.PRETRAINED_DIR`. Refuses
+    ``directory`` defaults to the shipped :data:`zoo.models.registry.PRETRAINED_DIR`. Refuses
     unfinished runs (no ``metrics.json``), node-level runs and files over 10 MB.
     """
     run_dir = Path(run_dir)

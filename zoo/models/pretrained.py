@@ -4,7 +4,7 @@ A pretrained file is one ``torch.save`` of ``{"format", "card", "state_dict"}``.
 how to rebuild the model (``architecture`` + ``model_args`` for :func:`create_model`), what it was
 trained on and how well it did; ``weights_sha256`` guards the weights against corruption. The
 card is plain data: only its architecture and model arguments are checked here (through the
-registry). Export of a training run is :mod:`zoo.engine.export`.
+registry, which also lists the shipped names). Export of a training run is :mod:`zoo.engine.export`.
 
 >>> model = load_pretrained("zinc_siggate")                      # doctest: +SKIP
 >>> model.card["metrics"]["test"]                                # doctest: +SKIP
@@ -21,9 +21,8 @@ import torch
 
 from zoo._atomic import atomic_write
 from zoo.data import DatasetError, check_featurizer_spec
-from zoo.models.registry import create_model, list_models
+from zoo.models.registry import PRETRAINED_DIR, create_model, list_models, pretrained_names
 
-PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
 FORMAT = "zoo-pretrained/1"
 REQUIRED_CARD_KEYS = ("architecture", "model_args")
 
@@ -102,11 +101,6 @@ def load_pretrained(name_or_path, *, check_featurizer: bool = True, directory=No
     model.eval()
     model.card = card
     return model
-
-
-def pretrained_names(directory=None) -> list[str]:
-    """Names of the pretrained checkpoints in ``directory`` (default :data:`PRETRAINED_DIR`), sorted."""
-    return sorted(path.stem for path in Path(directory or PRETRAINED_DIR).glob("*.pt"))
 
 
 def model_from_card(card: dict, where="the card") -> torch.nn.Module:

@@ -1,13 +1,16 @@
-"""A timm-style model registry: one decorator per architecture, no global config."""
+"""A timm-style model registry: one decorator per architecture, no global config; it also lists
+the shipped pretrained checkpoints (loaded by :mod:`zoo.models.pretrained`)."""
 from __future__ import annotations
 
 import difflib
 import inspect
+from pathlib import Path
 from typing import Callable, get_type_hints
 
 import torch
 
 _MODELS: dict[str, Callable[..., torch.nn.Module]] = {}
+PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
 
 # Arguments a trainer fills in from the data, never from a recipe.
 DATA_ARGUMENTS = ("in_feats", "num_classes", "num_outputs")
@@ -32,11 +35,12 @@ def register_model(name: str):
 def list_models(pretrained: bool = False) -> list[str]:
     """Names of all registered architectures, sorted; with ``pretrained=True`` the names of the
     shipped pretrained checkpoints instead (what :func:`zoo.load_pretrained` accepts)."""
-    if pretrained:
-        from zoo.models.pretrained import pretrained_names  # lazily: that module imports this one
+    return pretrained_names() if pretrained else sorted(_MODELS)
 
-        return pretrained_names()
-    return sorted(_MODELS)
+
+def pretrained_names(directory=None) -> list[str]:
+    """Names of the pretrained checkpoints in ``directory`` (default :data:`PRETRAINED_DIR`), sorted."""
+    return sorted(path.stem for path in Path(directory or PRETRAINED_DIR).glob("*.pt"))
 
 
 def _builder(name: str):

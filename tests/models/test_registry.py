@@ -1,0 +1,20 @@
+"""The registry's names: architectures, and the shipped pretrained checkpoints with list_models(pretrained=True)."""
+import pytest
+
+import zoo
+from zoo.models.registry import PRETRAINED_DIR, create_model, list_models, pretrained_names
+
+
+def test_list_models_pretrained_lists_the_shipped_files(tmp_path):
+    assert list_models(pretrained=True) == pretrained_names() == sorted(p.stem for p in PRETRAINED_DIR.glob("*.pt"))
+    assert "siggate_gt" in list_models() and "siggate_gt" not in list_models(pretrained=True)
+    assert zoo.list_models(pretrained=True) == list_models(pretrained=True)
+    for name in ("b_model", "a_model"):
+        (tmp_path / f"{name}.pt").write_bytes(b"")
+    (tmp_path / "notes.md").write_text("not a checkpoint")
+    assert pretrained_names(tmp_path) == ["a_model", "b_model"]
+
+
+def test_an_unknown_architecture_names_the_nearest():
+    with pytest.raises(KeyError, match="did you mean 'siggate_gt'"):
+        create_model("siggate_gtt")
