@@ -1,0 +1,121 @@
+"""render_markdown, table_frame and markdown_table on hand-built tables, against hand-written Markdown."""
+import math
+
+import pandas as pd
+import pytest
+
+from tests.analysis.report_inputs import table_of
+from zoo.analysis.rendering import markdown_table, render_markdown, table_frame
+
+
+def percent_table(**options):
+    """a: 80, 82 on d1 and no d2 runs; b: 70, 72, 74 on d1 and a single 60 on d2."""
+    return table_of({("a", "d1"): {0: 80, 1: 82}, ("b", "d1"): {0: 70, 1: 72, 2: 74}, ("b", "d2"): {0: 60}},
+                    rows=["a", "b"], datasets=["d1", "d2"],
+                    main_metrics={"d1": "accuracy", "d2": "roc_auc"}, **options)
+
+
+def test_report_of_a_table_with_gaps():
+    # means 81 (sd sqrt 2) and 72 (sd 2); 3 seeds is the usual count, so a's 2 and b's single d2 seed are marked;
+    # d2 lacks a, so avg and ranks use d1 only; two rows: no Friedman, CD = 1.960 sqrt(2 * 3 / 6)
+    assert render_markdown(percent_table()) == """\
+# Results: test main metric (accuracy on d1; roc_auc on d2), in %, mean ± sd over seeds
+
+| model | d1 | d2 | avg | avg rank |
+|---|---|---|---|---|
+| a | **81.00 ± 1.41 (n=2)** | - | **81.00** | **1.00** |
+| b | 72.00 ± 2.00 | **60.00 (n=1)** | 72.00 | 2.00 |
+
+Cells: 3 seeds unless marked (n=...); '-': no runs; best per column in bold.
+
+- avg, avg rank and the Friedman test use the 1 dataset(s) where every row has runs; dropped: d2 (missing: a).
+
+## Friedman test and Nemenyi critical difference
+
+2 rows over 1 complete dataset(s): d1.
+Friedman test not run: it needs at least 3 rows and 2 complete datasets.
+Nemenyi CD (0.05) = 1.960; average ranks: a 1.00, b 2.00.
+Pairs whose average ranks differ by more than CD: none.
+"""
+
+
+def test_lower_is_better_in_metric_units_bolds_every_tie():
+    table = table_of({("x", "z"): {0: 0.25, 1: 0.75}, ("y", "z"): {0: 0.5, 1: 0.5}}, rows=["x", "y"], datasets=["z"],
+                     metric="mae", split="val", percent=False, higher_is_better=False)
+    lines = render_markdown(table).splitlines()
+    assert lines[0] == "# Results: val mae, mean ± sd over seeds"
+    assert lines[4:6] == ["| x | **0.5000 ± 0.3536** | **0.5000** | **1.50** |",
+                          "| y | **0.5000 ± 0.0000** | **0.5000** | **1.50** |"]
+
+
+COLUMNS = ["dataset", "reference", "model", "n", "mean_diff", "test", "statistic", "p_value", "p_holm", "cohens_d",
+           "shapiro_p"]
+
+
+def test_paired_tests_section():
+    comparisons = pd.DataFrame([
+        ["z", "x", "y", 5, -0.01234, "t", -2.5, 0.0123, 0.0246, -1.118, 0.5],
+        ["z", "x", "w", 4, 0.5, "wilcoxon", 0.0, 0.125, 0.25, math.inf, None],
+        ["z", "x", "v", 1, *[math.nan] * 7]], columns=COLUMNS)
+    table = table_of({("x", "z"): {0: 0.25}}, rows=["x"], datasets=["z"], percent=False)
+    lines = render_markdown(table, comparisons).splitlines()
+    start = lines.index("## Paired tests: x vs each model, by seed")
+    assert lines[start + 2].startswith("diff = x - model (metric units), over the n seeds both have.")
+    assert "* marks p (Holm) < 0.05" in lines[start + 2]
+    assert lines[start + 4:start + 9] == [
+        "| dataset | model | n | diff | test | statistic | p | p (Holm) | d |", "|---|---|---|---|---|---|---|---|---|",
+        "| z | y | 5 | -0.0123 | t | -2.5 | 0.0123 | 0.0246 * | -1.12 |",
+        "| z | w | 4 | +0.5000 | Wilcoxon | 0 | 0.125 | 0.25 | inf |",
+        "| z | v | 1 | - | not tested | - | - | - | - |"]
+    empty = render_markdown(percent_table(), pd.DataFrame(columns=COLUMNS)).splitlines()
+    start = empty.index("## Paired tests: ? vs each model, by seed")
+    assert "(percentage points)" in empty[start + 2]
+    assert empty[start + 4] == "No dataset has the reference and another row."
+
+
+@pytest.mark.parametrize("p_value, verdict", [
+    (0.1353, ["Friedman chi-square = 4.000, p = 0.135: does not reject equal ranks at 0.05."]),
+    (0.01, ["Friedman chi-square = 4.000, p = 0.01: rejects equal ranks at 0.05."])])
+def test_rank_section_from_given_ranks(p_value, verdict):
+    ranks = {"datasets": ["d1", "d2"], "dropped": {}, "ranks": pd.Series({"b": 2.6, "a": 1.0, "c": 2.4}),
+             "friedman": {"statistic": 4.0, "p_value": p_value}, "cd": 1.2}
+    lines = render_markdown(percent_table(), ranks=ranks).splitlines()
+    start = lines.index("## Friedman test and Nemenyi critical difference")
+    caveat = ["(The Friedman test does not reject, so the Nemenyi post-hoc pairs are not to be read as significant.)"]
+    assert lines[start + 2:] == ["3 rows over 2 complete dataset(s): d1, d2.", *verdict,
+                                 "Nemenyi CD (0.05) = 1.200; average ranks: a 1.00, c 2.40, b 2.60.",
+                                 "Pairs whose average ranks differ by more than CD: a vs c (1.40), a vs b (1.60).",
+                                 *(caveat if p_value > 0.05 else [])]
+    assert not any(line.startswith("- avg") for line in lines)  # nothing dropped: no note
+
+
+@pytest.mark.parametrize("tune_seeds, over", [
+    (None, ""), ([0, 1, 2], " over seeds 0-2"), ([0, 2], " over seeds 0, 2"), ([3, 4], " over seeds 3, 4")])
+def test_tuned_notes_name_picks_gaps_and_tuning_seeds(tune_seeds, over):
+    table = percent_table(picks={"q (tuned)": {"d1": ("q_2", 81.234), "d2": ("q_1", 60.0)}, "e (tuned)": {}},
+                          tune_seeds=tune_seeds, incomplete={"e (tuned)": {"d2": "e_1 lacks tuning seed(s) [7]"}},
+                          unrun={"q (tuned)": {"d2": ["q_3", "q_4"]}})
+    notes = [line for line in render_markdown(table).splitlines() if line.startswith("- ")]
+    assert notes[:4] == [
+        f"- q (tuned): per dataset, the model with the best mean validation main metric{over} (never test): "
+        "d1: q_2 (val 81.23), d2: q_1 (val 60.00).",
+        f"- e (tuned): per dataset, the model with the best mean validation main metric{over} (never test): no runs.",
+        "- e (tuned) on d2: left empty, tuning incomplete (e_1 lacks tuning seed(s) [7]).",
+        "- q (tuned) on d2: picked among the candidates that ran (q_3, q_4 not run)."]
+
+
+def test_table_frame_holds_the_numbers():
+    frame = table_frame(percent_table(picks={"b": {"d1": ("b_1", 0.7), "d2": ("b_2", 0.6)}}))
+    assert frame.index.name == "model" and frame.index.tolist() == ["a", "b"]
+    assert frame.columns.tolist() == ["d1", "d1_sd", "d1_n", "d2", "d2_sd", "d2_n", "avg", "avg_rank", "picked"]
+    assert frame.d1.tolist() == [81.0, 72.0] and frame.d1_sd.tolist() == pytest.approx([2 ** 0.5, 2.0])
+    assert frame.d1_n.dtype == "Int64" and frame.d1_n.tolist() == [2, 3] and frame.d2_n.tolist() == [pd.NA, 1]
+    assert frame.d2.isna().tolist() == [True, False] and frame.d2_sd.isna().all()
+    assert frame.avg.tolist() == [81.0, 72.0] and frame.avg_rank.tolist() == [1.0, 2.0]
+    assert frame.picked.tolist() == ["", "d1=b_1; d2=b_2"]
+
+
+def test_markdown_table():
+    assert markdown_table(["model", "n"], [["gat", "10"], ["ltga", "3"]]) == [
+        "| model | n |", "|---|---|", "| gat | 10 |", "| ltga | 3 |"]
+    assert markdown_table(["a"], []) == ["| a |", "|---|"]
