@@ -2,9 +2,9 @@
 import pytest
 import torch
 
+from tools.benchmarks.models import random_molecules
 from zoo.analysis.gate_diagnostics import gate_diagnostics, mean_average_distance, stable_rank
 from zoo.models import create_model
-from zoo.models.benchmark import random_molecules
 
 
 def test_stable_rank_and_mad_by_hand():
