@@ -1,83 +1,70 @@
-"""Dataset cards: schema, agreement with DGL's own URLs/folders, and with the offline files."""
-import hashlib
+"""Dataset cards: where they are found (checkout, $ZOO_CARDS), the schema, and every card
+of ``list_cards()`` checked against DGL, against the offline files, and loaded where a copy exists."""
+import os
 import re
+from pathlib import Path
 
-import dgl.data
+import numpy as np
 import pytest
+import yaml
 
-from zoo.data import DatasetError, DatasetNotFoundError, list_cards, load_card
+from zoo.data import (
+    DatasetError,
+    DatasetNotFoundError,
+    list_cards,
+    load_card,
+    load_graph_dataset,
+    load_node_dataset,
+)
+from zoo.data import dgl_source
+from zoo.data.cards import card_path, cards_dirs, check_card, package_cards_dir
 from zoo.data.mirror import sha256_file
 
-NODE_CARDS = {
-    # name: (DGL class, classes, split protocol, files staged offline)
-    "cora": ("CoraGraphDataset", 7, "planetoid", True),
-    "citeseer": ("CiteseerGraphDataset", 6, "planetoid", True),
-    "pubmed": ("PubmedGraphDataset", 3, "planetoid", False),
-    "texas": ("TexasDataset", 5, "geom_gcn", True),
-    "cornell": ("CornellDataset", 5, "geom_gcn", True),
-    "wisconsin": ("WisconsinDataset", 5, "geom_gcn", True),
-    "roman_empire": ("RomanEmpireDataset", 18, "platonov", False),
-    "amazon_ratings": ("AmazonRatingsDataset", 5, "platonov", False),
-    "tolokers": ("TolokersDataset", 2, "platonov", True),
-    "minesweeper": ("MinesweeperDataset", 2, "platonov", True),
-    "questions": ("QuestionsDataset", 2, "platonov", False),
-}
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = sorted(path.stem for path in (REPO / "datasets").glob("*.yaml"))
+# the schema as datasets/README.md states it (written out here, not imported from the code)
+METRICS = {"node_classification": {"accuracy", "roc_auc"},
+           "graph_regression": {"mae", "rmse", "r2"},
+           "graph_classification": {"roc_auc", "ap"}}
+FEATURIZERS = {"ogb-smiles2graph", "benchmarking-gnns-zinc-typedict"}
+SOURCE_FIELDS = {"dgl": {"dgl_class", "url", "raw_folder", "files"},
+                 "ogb": {"ogb_name", "url"},
+                 "csv": {"url", "raw_folder", "files", "file_urls", "smiles_column"}}
 
 
-def _dgl_url_and_folder(cls_name, tmp_path):
-    """DGL's own URL and raw folder name, from an instance that skips loading."""
-    cls = getattr(dgl.data, cls_name)
-    probe = type("Probe", (cls,), {"_load": lambda self: None})(raw_dir=str(tmp_path))
-    return probe.url, probe.raw_path.rsplit("/", 1)[1]
+def _sources(card):
+    """The card's source and, if any, its fallback."""
+    return [card["source"], *([card["fallback"]] if "fallback" in card else [])]
 
 
-def test_all_node_cards_listed():
-    assert set(NODE_CARDS) <= set(list_cards())
+def _offline_folder(source, zoo_data):
+    """Where the offline copy of a source would sit in ZOO_DATA."""
+    if source["kind"] == "ogb":
+        return zoo_data / "ogb" / source["ogb_name"].replace("-", "_")
+    return zoo_data / source["raw_folder"]
 
 
-@pytest.mark.parametrize("name", sorted(NODE_CARDS))
-def test_card_fields(name):
-    cls_name, num_classes, protocol, _ = NODE_CARDS[name]
-    card = load_card(name)
-    assert card["name"] == name and card["title"] and card["citation"] and card["notes"]
-    assert card["task"] == "node_classification"
-    assert card["source"]["dgl_class"] == f"dgl.data.{cls_name}"
-    assert card["num_classes"] == num_classes
-    assert card["metric"] == ("roc_auc" if num_classes == 2 else "accuracy")
-    assert card["split"]["protocol"] == protocol
-    assert card["split"]["num_splits"] == (1 if protocol == "planetoid" else 10)
-    assert card["split"]["rule"]
+# ----------------------------------------------------------------------------- where cards are
 
 
-@pytest.mark.parametrize("name", sorted(NODE_CARDS))
-def test_card_matches_dgl_url_and_folder(name, tmp_path, monkeypatch):
-    monkeypatch.delenv("DGL_REPO", raising=False)
-    source = load_card(name)["source"]
-    url, folder = _dgl_url_and_folder(NODE_CARDS[name][0], tmp_path)
-    assert (source["url"], source["raw_folder"]) == (url, folder)
-    suffix = hashlib.sha1(url.encode()).hexdigest()[:8]
-    assert folder.endswith("_" + suffix)
+def test_shipped_cards_come_from_the_checkout_datasets_folder(monkeypatch):
+    monkeypatch.delenv("ZOO_CARDS", raising=False)
+    assert package_cards_dir() == REPO / "datasets" and cards_dirs() == [REPO / "datasets"]
+    assert list_cards() == SHIPPED and len(SHIPPED) == 19
+    assert card_path("cora") == REPO / "datasets" / "cora.yaml"
 
 
-@pytest.mark.parametrize("name", sorted(NODE_CARDS))
-def test_card_hashes_known_only_for_staged_files(name):
-    card = load_card(name)
-    hashes = list(card["source"]["files"].values())
-    assert hashes, "a card must list the raw files DGL reads"
-    if NODE_CARDS[name][3]:
-        assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes)
-    else:
-        assert all(h is None for h in hashes)
-        assert "unknown" in card["notes"]
-
-
-@pytest.mark.parametrize("name", [n for n, spec in sorted(NODE_CARDS.items()) if spec[3]])
-def test_card_hashes_match_offline_files(name, zoo_data):
-    source = load_card(name)["source"]
-    folder = zoo_data / source["raw_folder"]
-    assert sorted(p.name for p in folder.iterdir()) == sorted(source["files"])
-    for file, expected in source["files"].items():
-        assert sha256_file(folder / file) == expected, file
+def test_zoo_cards_folders_add_and_override_cards(tmp_path, monkeypatch):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    cora = yaml.safe_load((REPO / "datasets" / "cora.yaml").read_text())
+    (first / "cora.yaml").write_text(yaml.safe_dump({**cora, "title": "my Cora"}))
+    (second / "my_cora.yaml").write_text(yaml.safe_dump({**cora, "name": "my_cora"}))
+    monkeypatch.setenv("ZOO_CARDS", os.pathsep.join([str(first), str(second)]))
+    assert cards_dirs() == [first, second, REPO / "datasets"]
+    assert list_cards() == sorted({*SHIPPED, "my_cora"})
+    assert load_card("cora")["title"] == "my Cora" and card_path("cora") == first / "cora.yaml"
+    assert load_card("My-Cora")["source"] == cora["source"]
 
 
 def test_unknown_name_names_nearest_card():
@@ -89,3 +76,125 @@ def test_unknown_name_names_nearest_card():
 
 def test_name_is_case_and_hyphen_insensitive():
     assert load_card("Roman-Empire")["name"] == "roman_empire"
+
+
+# ----------------------------------------------------------------------------- the schema
+
+
+@pytest.mark.parametrize("name", list_cards())
+def test_card_schema(name):
+    card = load_card(name)
+    assert card["name"] == name == card_path(name).stem
+    assert card["title"] and card["citation"] and card["split"]["protocol"]
+    assert card["metric"] in METRICS[card["task"]]
+    if card["task"] == "node_classification":
+        assert card["source"]["kind"] == "dgl" and card["num_classes"] >= 2
+        assert card["split"]["num_splits"] in (1, 10)
+        assert card["metric"] == ("roc_auc" if card["num_classes"] == 2 else "accuracy")
+    else:
+        assert card["num_tasks"] >= 1 and card["featurizer"] in FEATURIZERS
+        assert card["split"]["split_source"]
+    for source in _sources(card):
+        assert SOURCE_FIELDS[source["kind"]] <= set(source)
+        assert source["url"].startswith("http")
+        hashes = list((source.get("files") or {}).values())
+        assert all(h is None or re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes)
+        if source["kind"] == "csv":
+            assert "target_columns" in source or "target_function" in source
+            assert set(source["file_urls"]) == set(source["files"])
+
+
+@pytest.mark.parametrize("name", sorted(n for n in list_cards() if load_card(n)["source"]["kind"] == "dgl"))
+def test_dgl_card_matches_dgl_url_and_folder(name, tmp_path, monkeypatch):
+    monkeypatch.delenv("DGL_REPO", raising=False)
+    card = load_card(name)
+    stub = dgl_source._stub(dgl_source.dgl_class(card), tmp_path)
+    assert stub.url.strip() == card["source"]["url"]
+    assert stub.raw_path.rsplit("/", 1)[1] == card["source"]["raw_folder"]
+
+
+@pytest.mark.parametrize("name", list_cards())
+def test_hashes_are_known_exactly_for_the_offline_files(name, zoo_data):
+    """A staged source pins every file's sha256 (and the files match); an unstaged one has null."""
+    for source in _sources(load_card(name)):
+        if "files" not in source:
+            continue
+        folder = zoo_data / source["raw_folder"]
+        if folder.is_dir():
+            for file, expected in source["files"].items():
+                assert sha256_file(folder / file) == expected, file
+        else:
+            assert set(source["files"].values()) == {None}
+
+
+def _esol(change=lambda card: None):
+    """The shipped esol card after ``change(card)``."""
+    card = yaml.safe_load((REPO / "datasets" / "esol.yaml").read_text())
+    change(card)
+    return card
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.update(metric="accuracy"), "metric 'accuracy' is not one for graph_regression"),
+    (lambda c: c.update(task="link_prediction"), "task 'link_prediction' is not one of"),
+    (lambda c: c.pop("num_tasks"), "lacks 'num_tasks', which graph_regression cards need"),
+    (lambda c: c["source"].update(kind="npz"), "source.kind 'npz' is not one of dgl, ogb, csv"),
+    (lambda c: c["source"].pop("smiles_column"), "source of kind csv lacks 'smiles_column'"),
+    (lambda c: c["source"].pop("target_columns"), "needs target_columns or target_function"),
+    (lambda c: c["source"]["files"].update({"delaney-processed.csv": "ABC"}), "must be a lowercase hex sha256"),
+    (lambda c: c["split"].pop("fractions"), "a random split needs fractions"),
+    (lambda c: c["split"].update(fractions=[0.8, 0.1, 0.2]), "summing to 1"),
+    (lambda c: c["split"].update(protocol="fixed_index_file", index_file="idx.csv"), "index_file must name"),
+    (lambda c: c["split"].update(protocol="lrgb"), "protocol fixed_index_file | scaffold | random"),
+    (lambda c: c["split"].pop("split_source"), "split lacks 'split_source'"),
+])
+def test_card_schema_violations_are_named(change, message, tmp_path):
+    with pytest.raises(DatasetError, match=re.escape(message)) as info:
+        check_card(_esol(change), tmp_path / "esol.yaml")
+    assert str(tmp_path / "esol.yaml") in str(info.value)
+
+
+def test_card_checks_name_and_fallback_split(tmp_path):
+    check_card(_esol(), tmp_path / "esol.yaml")  # the shipped card passes
+    with pytest.raises(DatasetError, match="must equal the file name 'other'"):
+        check_card(_esol(), tmp_path / "other.yaml")
+    molhiv = yaml.safe_load((REPO / "datasets" / "molhiv.yaml").read_text())
+    del molhiv["fallback"]["split"]
+    with pytest.raises(DatasetError, match="fallback.split must be a mapping"):
+        check_card(molhiv, tmp_path / "molhiv.yaml")
+    node = yaml.safe_load((REPO / "datasets" / "cora.yaml").read_text())
+    node["source"]["kind"] = "csv"
+    with pytest.raises(DatasetError, match="node_classification cards need source.kind: dgl"):
+        check_card(node, tmp_path / "cora.yaml")
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+@pytest.mark.parametrize("name", list_cards())
+def test_card_loads_from_its_offline_copy(name, zoo_data, zoo_cache):
+    card = load_card(name)
+    present = [s for s in _sources(card) if _offline_folder(s, zoo_data).is_dir()]
+    if not present:
+        pytest.skip(f"{name}: no offline copy in {zoo_data} (" + ", ".join(
+            str(_offline_folder(s, zoo_data).relative_to(zoo_data)) for s in _sources(card)) + ")")
+    roots = {"data_root": zoo_data, "cache_root": zoo_cache, "offline": True}
+    if card["task"] == "node_classification":
+        data = load_node_dataset(name, **roots)
+        n = data.graph.num_nodes()
+        assert data.features.shape[0] == n and data.labels.shape == (n,)
+        assert set(data.labels.unique().tolist()) == set(range(card["num_classes"]))
+        masks = np.stack([m.numpy() for m in (data.train_mask, data.val_mask, data.test_mask)])
+        assert masks.sum(0).max() == 1 and masks[0].any() and masks[2].any()  # disjoint, non-empty
+        assert (data.graph.in_degrees() >= 1).all()  # one self-loop per node at least
+        return
+    if present[0]["kind"] == "dgl" and os.environ.get("ZOO_SLOW") != "1":
+        pytest.skip(f"{name}: DGL processes the whole dataset before limit= applies (slow); set ZOO_SLOW=1")
+    source = present[0]["kind"]
+    data = load_graph_dataset(name, limit=None if source == "dgl" else 200, source=source, progress=False, **roots)
+    assert data.num_tasks == card["num_tasks"] and data.metric == card["metric"]
+    assert data.featurizer["name"] == card["featurizer"] and len(data) >= 199
+    parts = [set(v.tolist()) for v in data.split.values()]
+    assert sum(map(len, parts)) == len(set().union(*parts)) and max(set().union(*parts)) < len(data)
+    if "sizes" in card["split"] and source == card["source"]["kind"] and source == "dgl":
+        assert data.sizes == card["split"]["sizes"]

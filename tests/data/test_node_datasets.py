@@ -1,10 +1,13 @@
-"""load_node_dataset against published dataset facts, plus the offline-first file flow."""
+"""load_node_dataset against published dataset facts, the offline-first file flow, and a new
+dataset added as one card."""
+import json
 import shutil
 from pathlib import Path
 
 import dgl.data
 import pytest
 import torch
+import yaml
 
 import zoo.data.mirror as mirror
 from zoo.data import (
@@ -15,6 +18,9 @@ from zoo.data import (
     load_card,
     load_node_dataset,
 )
+from zoo.data.cards import card_path
+from zoo.engine.experiment import run_recipe
+from zoo.engine.recipe import load_recipe
 
 TEXAS = "texas_205d1148"
 
@@ -214,3 +220,26 @@ def test_file_without_known_hash_warns_with_its_hash(zoo_data, tmp_path, monkeyp
     actual = mirror.sha256_file(zoo_data / TEXAS / "out1_graph_edges.txt")
     with pytest.warns(UserWarning, match=actual):
         load_node_dataset("texas", data_root=zoo_data, cache_root=tmp_path, offline=True)
+
+
+def test_a_new_dgl_node_dataset_needs_only_its_card(zoo_data, tmp_path, monkeypatch):
+    """One new file, a card in a cards folder of its own, and a recipe naming it trains a GCN
+    through the engine: DGL's CoraGraphDataset on the staged Cora files, under a new name."""
+    card = yaml.safe_load(card_path("cora").read_text())
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    (cards / "my_cora.yaml").write_text(yaml.safe_dump({**card, "name": "my_cora", "title": "my Cora"}))
+    recipe = tmp_path / "my_cora_gcn.yaml"
+    recipe.write_text(yaml.safe_dump({"dataset": "my_cora", "task": "node_classification", "seeds": [0],
+                                      "model": {"name": "gcn", "hidden": 16, "layers": 2, "dropout": 0.5},
+                                      "optim": {"epochs": 1, "patience": 1}}))
+    for name, value in [("ZOO_CARDS", cards), ("ZOO_DATA", zoo_data), ("ZOO_CACHE", tmp_path / "cache"),
+                        ("ZOO_OFFLINE", "1")]:
+        monkeypatch.setenv(name, str(value))
+    summary = run_recipe(load_recipe(recipe), tmp_path / "runs", progress=False)
+    (run,) = (tmp_path / "runs" / "my_cora_gcn").glob("*/seed0/metrics.json")
+    metrics = json.loads(run.read_text())
+    assert metrics["dataset"] == "my_cora" and metrics["epochs_run"] == 1 and summary["seeds"] == [0]
+    assert metrics["num_parameters"] == (1433 * 16 + 16) + (16 * 7 + 7)  # Cora's features in, its 7 classes out
+    assert 0 <= metrics["final"]["test"]["accuracy"] <= 1
+    assert (tmp_path / "cache" / "cora_v2_d697a464").is_dir()  # the card's raw folder, mirrored from ZOO_DATA

@@ -3,7 +3,7 @@ without BatchNorm or dropout on a toy CSV, so that both launches must reach the 
 import sys
 from pathlib import Path
 
-from zoo.data.graph_datasets import load_csv_dataset
+from zoo.data.csv_source import load_csv_dataset
 from zoo.engine.distributed import init_from_env, main_first
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.recipe import build_recipe

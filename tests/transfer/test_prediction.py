@@ -8,7 +8,7 @@ from torch.utils.data import DataLoader
 
 from tests.transfer.helpers import MODEL_ARGS, SMILES
 from zoo.data import InvalidSmilesError, add_positional_encodings, collate, smiles_to_graph
-from zoo.data.graph_datasets import GraphSubset
+from zoo.data.graph_data import GraphSubset
 from zoo.engine.graph_trainer import predict as trainer_predict
 from zoo.models import create_model
 from zoo.models.pretrained import load_pretrained

@@ -1,5 +1,5 @@
-"""Data floor: dataset cards, offline-first raw files, node and molecular dataset loaders,
-the shared RDKit/OGB featurizer and cached positional encodings."""
+"""Data floor: dataset cards, offline-first raw files, node and graph dataset loaders (dispatched
+on each card's ``source.kind``), the shared RDKit/OGB featurizer and cached positional encodings."""
 from zoo.data.cards import (
     ChecksumMismatchError,
     DatasetError,
@@ -7,16 +7,9 @@ from zoo.data.cards import (
     list_cards,
     load_card,
 )
-from zoo.data.graph_datasets import (
-    GraphData,
-    collate,
-    csv_card_file,
-    graph_dataset_names,
-    load_csv_dataset,
-    load_graph_dataset,
-    make_dataloaders,
-    register_graph_loader,
-)
+from zoo.data.csv_source import csv_card_file, load_csv_dataset
+from zoo.data.graph_data import GraphData, collate, make_dataloaders
+from zoo.data.graph_datasets import load_graph_dataset
 from zoo.data.molecules import (
     FEATURIZER_SPEC,
     BadSmiles,
@@ -34,7 +27,7 @@ from zoo.data.scaffold import scaffold_split
 __all__ = [
     "FEATURIZER_SPEC", "BadSmiles", "ChecksumMismatchError", "DatasetError", "DatasetNotFoundError", "GraphData",
     "InvalidSmilesError", "NodeData", "PESpec", "SmilesTable", "add_positional_encodings", "check_featurizer_spec",
-    "collate", "csv_card_file", "graph_dataset_names", "laplacian_pe", "list_cards", "load_card", "load_csv_dataset",
+    "collate", "csv_card_file", "laplacian_pe", "list_cards", "load_card", "load_csv_dataset",
     "load_graph_dataset", "load_node_dataset", "make_dataloaders", "penalized_logp", "random_walk_se",
-    "read_smiles_csv", "register_graph_loader", "scaffold_split", "smiles_to_graph",
+    "read_smiles_csv", "scaffold_split", "smiles_to_graph",
 ]

@@ -1,5 +1,6 @@
-"""Cards whose raw files a DGL dataset class reads: import the class, check that DGL reads the
-folder (and URL) the card names, and have the folder mirrored, verified or downloaded."""
+"""Cards of ``source.kind: dgl``: import the DGL dataset class, check that DGL reads the folder
+(and URL) the card names, have the folder mirrored, verified or downloaded, and (graph-level
+cards) read the graphs, labels and split."""
 from __future__ import annotations
 
 import importlib
@@ -7,9 +8,11 @@ import os
 from pathlib import Path
 
 import dgl
+import torch
 
 from zoo.data.cards import DatasetError, card_path
-from zoo.data.mirror import ensure_raw_folder
+from zoo.data.graph_data import GraphData, from_graphs
+from zoo.data.mirror import Roots, ensure_raw_folder
 
 
 def dgl_class(card: dict) -> type:
@@ -52,3 +55,27 @@ def ensure_dgl_raw_folder(card: dict, cls: type, *, data_root: Path | None, cach
         )
     return ensure_raw_folder(card, lambda scratch: _stub(cls, scratch).download(),
                              data_root=data_root, cache_root=cache_root, offline=offline)
+
+
+def load_dgl_graphs(card: dict, roots: Roots, *, limit: int | None, **_) -> GraphData:
+    """A graph-level DGL dataset on its raw files mirrored into the cache.
+
+    The split is the class's ``get_idx_split()``, or, when the card has ``source.split_modes``
+    (e.g. ``{train: train, val: valid, test: test}``), one instance per split built with
+    ``mode=<value>``, concatenated in train, val, test order.
+    """
+    cls = dgl_class(card)
+    ensure_dgl_raw_folder(card, cls, data_root=roots.data, cache_root=roots.cache, offline=roots.offline)
+    modes = card["source"].get("split_modes")
+    if modes:
+        parts = {k: cls(mode=mode, raw_dir=str(roots.cache), verbose=False) for k, mode in modes.items()}
+        starts = torch.tensor([0, *(len(part) for part in parts.values())]).cumsum(0).tolist()
+        split = {k: torch.arange(a, b) for k, a, b in zip(parts, starts, starts[1:])}
+    else:
+        parts = {"all": cls(raw_dir=str(roots.cache), verbose=False)}
+        split = parts["all"].get_idx_split()
+    pairs = [part[i] for part in parts.values() for i in range(len(part))]
+    graphs = [g for g, _ in pairs]
+    targets = torch.stack([torch.as_tensor(y) for _, y in pairs]).float().reshape(len(graphs), -1)
+    return from_graphs(card, graphs, targets, split, limit=limit,
+                       source=f"dgl {card['source']['dgl_class']}", version=f"dgl{dgl.__version__}")

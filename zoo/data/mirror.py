@@ -15,7 +15,7 @@ import tempfile
 import uuid
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from zoo.data.cards import ChecksumMismatchError, DatasetError, DatasetNotFoundError, card_path
 
@@ -23,7 +23,15 @@ STAMP = ".zoo-verified.json"
 _TRUE = ("1", "true")
 
 
-def resolve_roots(data_root=None, cache_root=None, offline=None) -> tuple[Path | None, Path, bool]:
+class Roots(NamedTuple):
+    """Where raw files are read (``data``, may be None), where caches go, and whether to download."""
+
+    data: Path | None
+    cache: Path
+    offline: bool
+
+
+def resolve_roots(data_root=None, cache_root=None, offline=None) -> Roots:
     """Apply the defaults: ``$ZOO_DATA``, ``$ZOO_CACHE`` (else ~/.cache/zoo), ``$ZOO_OFFLINE``."""
     if data_root is None:
         data_root = os.environ.get("ZOO_DATA") or None
@@ -32,7 +40,7 @@ def resolve_roots(data_root=None, cache_root=None, offline=None) -> tuple[Path |
     if offline is None:
         offline = os.environ.get("ZOO_OFFLINE", "").strip().lower() in _TRUE
     data_root = Path(data_root).expanduser() if data_root is not None else None
-    return data_root, Path(cache_root).expanduser(), bool(offline)
+    return Roots(data_root, Path(cache_root).expanduser(), bool(offline))
 
 
 def sha256_file(path: Path) -> str:

@@ -1,0 +1,252 @@
+"""SMILES CSVs: cards of ``source.kind: csv`` and a user's own CSV, featurized with the shared
+OGB featurizer (:mod:`zoo.data.molecules`).
+
+A CSV card's table is ``source.table`` (needed when ``source.files`` lists more than one file,
+else the one file); its targets are the CSV columns
+``source.target_columns`` or ``source.target_function(smiles)`` (a dotted path) computed here.
+The split follows ``split.protocol``: ``fixed_index_file`` (columns train / val / test of
+``split.index_file`` hold 0-based data rows), ``scaffold`` (:func:`zoo.data.scaffold.scaffold_split`
+over all CSV rows, unparseable ones included, with ``split.fractions``) or ``random`` (a seeded
+permutation of the kept molecules). Rows whose SMILES RDKit rejects are reported and dropped
+after the split. Featurized cards are cached under ``$ZOO_CACHE/featurized/``, so the slow
+RDKit pass runs once per file, card and ``limit``.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import urllib.request
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+import dgl
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from zoo.data.cards import DatasetError, card_path, load_card
+from zoo.data.graph_data import GRAPH_TASKS, SPLITS, GraphData
+from zoo.data.mirror import Roots, ensure_raw_folder, resolve_roots, sha256_file
+from zoo.data.molecules import FEATURIZER_SPEC, BadSmiles, SmilesTable, read_smiles_csv
+from zoo.data.scaffold import scaffold_split
+
+CACHE_VERSION = 2  # bump when a cached featurized dataset would change
+
+
+def load_csv_card(card: dict, roots: Roots, *, limit: int | None, seed: int, progress: bool) -> GraphData:
+    """The dataset of a CSV card (module docstring); ``seed`` draws a ``random`` split."""
+    src, split = card["source"], card["split"]
+    if card["featurizer"] != FEATURIZER_SPEC["name"]:
+        raise DatasetError(f"{card_path(card['name'])}: a csv source is featurized with "
+                           f"{FEATURIZER_SPEC['name']!r}, not {card['featurizer']!r}.")
+    folder = _ensure_csv_folder(card, roots)
+    what = {"v": CACHE_VERSION, "files": src["files"], "table": table_file(src), "smiles": src["smiles_column"],
+            "targets": src.get("target_columns"), "function": src.get("target_function"), "limit": limit,
+            "split": {k: split.get(k) for k in ("protocol", "index_file", "fractions")}, "feat": FEATURIZER_SPEC}
+    key = _digest(what)  # everything the cached graphs, targets and fixed split depend on
+    cached = roots.cache / "featurized" / f"{card['name']}-{key}"
+    if not (cached / "meta.json").is_file():
+        table = _read_table(card, folder, limit, progress)
+        fixed = None if split["protocol"] == "random" else _rows_to_positions(
+            table.rows, _row_split(card, folder, table, progress))
+        _save_featurized(cached, table, fixed)
+    graphs, tensors = dgl.load_graphs(str(cached / "graphs.bin"))
+    meta = json.loads((cached / "meta.json").read_text())
+    split_source = split["split_source"]
+    if split["protocol"] == "random":
+        parts, split_source = random_split(len(graphs), split["fractions"], seed), f"{split_source}, seed {seed}"
+    else:
+        parts = {k: tensors[f"split_{k}"] for k in SPLITS}
+    return GraphData(
+        name=card["name"], graphs=graphs, targets=tensors["targets"], split=parts, task=card["task"],
+        metric=card["metric"], featurizer=meta["featurizer"], source=f"csv {src['raw_folder']}",
+        split_source=split_source, dataset_id=f"{card['name']}-{key}", card=card,
+        smiles=meta["smiles"], report=[BadSmiles(**b) for b in meta["report"]],
+    )
+
+
+def load_csv_dataset(
+    path: str | Path,
+    smiles_col: str,
+    target_cols: Sequence[str],
+    *,
+    task: str = "graph_regression",
+    metric: str | None = None,
+    split: str = "scaffold",
+    frac_train: float = 0.8,
+    frac_valid: float = 0.1,
+    seed: int = 0,
+    strict: bool = False,
+    limit: int | None = None,
+    pe=None,
+    cache_root: str | Path | None = None,
+    progress: bool = True,
+) -> GraphData:
+    """A user's CSV of SMILES and targets, featurized like every molecule card.
+
+    ``split`` is ``"scaffold"`` (:func:`zoo.data.scaffold.scaffold_split` of the valid
+    molecules) or ``"random"`` (seeded permutation). ``metric`` defaults to ``mae`` for
+    regression and ``roc_auc`` for classification.
+
+    >>> data = load_csv_dataset("my_mols.csv", "smiles", ["pIC50"])  # doctest: +SKIP
+    """
+    if task not in GRAPH_TASKS:
+        raise ValueError(f"task must be one of {GRAPH_TASKS}, got {task!r}")
+    metric = metric or ("mae" if task == "graph_regression" else "roc_auc")
+    path = Path(path)
+    target_cols = [target_cols] if isinstance(target_cols, str) else list(target_cols)
+    table = read_smiles_csv(path, smiles_col, target_cols, strict=strict, limit=limit,
+                            progress=progress)
+    fractions = (frac_train, frac_valid, 1 - frac_train - frac_valid)
+    if split == "scaffold":
+        parts = scaffold_split(table.smiles, frac_train, frac_valid, progress=progress)
+        parts = {k: torch.tensor(v, dtype=torch.long) for k, v in parts.items()}
+        split_source = f"scaffold split computed here (frac {frac_train}/{frac_valid})"
+    elif split == "random":
+        parts = random_split(len(table.graphs), fractions, seed)
+        split_source = f"random split computed here (frac {frac_train}/{frac_valid}, seed {seed})"
+    else:
+        raise ValueError(f"split must be 'scaffold' or 'random', got {split!r}")
+    sha = sha256_file(path)
+    ident = _digest({"sha": sha, "smiles": smiles_col, "limit": limit, "feat": FEATURIZER_SPEC})
+    card = {
+        "name": f"csv:{path.stem}", "title": str(path), "task": task, "metric": metric,
+        "source": {"kind": "csv", "path": str(path), "sha256": sha, "smiles_column": smiles_col,
+                   "target_columns": target_cols},
+    }
+    data = GraphData(
+        name=card["name"], graphs=table.graphs, targets=table.targets, split=parts, task=task,
+        metric=metric, featurizer=dict(FEATURIZER_SPEC), source=f"csv {path}", split_source=split_source,
+        dataset_id=f"csv-{path.stem}-{ident}", card=card, smiles=table.smiles,
+        report=table.report, cache_root=resolve_roots(None, cache_root, None).cache,
+    )
+    if pe:
+        data.add_positional_encodings(pe, progress=progress)
+    return data
+
+
+def csv_card_file(name: str, file: str | None = None, *, data_root: str | Path | None = None,
+                  cache_root: str | Path | None = None, offline: bool | None = None) -> Path:
+    """Path to a verified local copy of a CSV card's raw file (its table unless ``file``).
+
+    Mirrored from ``$ZOO_DATA`` or the cache, else downloaded from the card's URL (unless offline).
+
+    >>> csv_card_file("esol")  # doctest: +SKIP
+    PosixPath('/home/me/.cache/zoo/moleculenet/ESOL/delaney-processed.csv')
+    """
+    card = load_card(name)
+    src = card["source"]
+    if src["kind"] != "csv":
+        raise DatasetError(f"card {name!r} is not a CSV card (source kind {src['kind']!r})")
+    file = file or table_file(src)
+    if file not in src["files"]:
+        raise DatasetError(f"card {name!r} has no file {file!r}; its files: {', '.join(src['files'])}")
+    return _ensure_csv_folder(card, resolve_roots(data_root, cache_root, offline)) / file
+
+
+def table_file(source: dict) -> str:
+    """The file name of a CSV source's table: ``table``, else its only file."""
+    return source.get("table") or next(iter(source["files"]))
+
+
+def random_split(n: int, fractions: Sequence[float], seed: int) -> dict[str, torch.Tensor]:
+    """Positions ``0..n-1`` split by a permutation seeded with ``seed``: the first
+    ``round(f_train n)`` to train, up to ``round((f_train + f_val) n)`` to val, the rest to test."""
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    a, b = int(round(fractions[0] * n)), int(round((fractions[0] + fractions[1]) * n))
+    return {k: part.sort().values for k, part in zip(SPLITS, (perm[:a], perm[a:b], perm[b:]))}
+
+
+def _ensure_csv_folder(card: dict, roots: Roots) -> Path:
+    """The verified cache copy of a CSV card's raw folder (mirrored, cached or downloaded)."""
+    src = card["source"]
+    (roots.cache / src["raw_folder"]).parent.mkdir(parents=True, exist_ok=True)
+
+    def download(scratch: Path) -> None:
+        target = scratch / src["raw_folder"]
+        target.mkdir(parents=True, exist_ok=True)
+        for name, url in src["file_urls"].items():
+            urllib.request.urlretrieve(url, target / name)
+
+    return ensure_raw_folder(card, download, data_root=roots.data, cache_root=roots.cache,
+                             offline=roots.offline)
+
+
+def _read_table(card: dict, folder: Path, limit: int | None, progress: bool) -> SmilesTable:
+    """Featurize the card's table; targets from its columns or its ``target_function``."""
+    src = card["source"]
+    table = read_smiles_csv(folder / table_file(src), src["smiles_column"],
+                            src.get("target_columns", ()), limit=limit, progress=progress)
+    if "target_function" not in src:
+        return table
+    module, _, attr = src["target_function"].rpartition(".")
+    try:
+        function = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise DatasetError(f"{card_path(card['name'])}: source.target_function {src['target_function']!r} "
+                           f"cannot be imported ({exc}).") from None
+    values = [function(s) for s in tqdm(table.smiles, desc=attr, disable=not progress, leave=False)]
+    return table._replace(targets=torch.tensor(values, dtype=torch.float64).float().view(-1, 1))
+
+
+def _row_split(card: dict, folder: Path, table: SmilesTable, progress: bool) -> dict:
+    """The split over CSV data rows of a ``fixed_index_file`` or ``scaffold`` card."""
+    split = card["split"]
+    if split["protocol"] == "fixed_index_file":
+        index = pd.read_csv(folder / split["index_file"])
+        return {k: index[k].dropna().astype(np.int64).to_numpy() for k in SPLITS}
+    all_smiles = [""] * (len(table.rows) + len(table.report))
+    for row, s in zip(table.rows.tolist(), table.smiles):
+        all_smiles[row] = s
+    for bad in table.report:
+        all_smiles[bad.row] = bad.smiles
+    frac_train, frac_valid, _ = split["fractions"]
+    return scaffold_split(all_smiles, frac_train, frac_valid, progress=progress)
+
+
+def _rows_to_positions(rows: torch.Tensor, split_rows: dict) -> dict[str, torch.Tensor]:
+    """Map CSV data rows to positions among the kept rows; rows not kept are dropped."""
+    rows = rows.numpy()
+    out = {}
+    for k in SPLITS:
+        wanted = np.asarray(split_rows[k], dtype=np.int64)
+        pos = np.searchsorted(rows, wanted)
+        hit = (pos < len(rows)) & (rows[np.minimum(pos, len(rows) - 1)] == wanted)
+        out[k] = torch.from_numpy(np.sort(pos[hit]))
+    return out
+
+
+def _save_featurized(folder: Path, table: SmilesTable, split: dict | None) -> None:
+    """Write graphs + tensors + meta into a scratch folder, then rename it into place."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.tmp")
+    tmp.mkdir()
+    try:
+        tensors = {"targets": table.targets, "rows": table.rows,
+                   **{f"split_{k}": v for k, v in (split or {}).items()}}
+        dgl.save_graphs(str(tmp / "graphs.bin"), table.graphs, tensors)
+        meta = {"featurizer": FEATURIZER_SPEC, "smiles": table.smiles,
+                "report": [asdict(b) for b in table.report]}
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        if (folder / "meta.json").is_file():  # another process finished first: keep its copy
+            return
+        if folder.exists():  # an incomplete leftover
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not (folder / "meta.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _digest(obj) -> str:
+    """16 hex digits of the sha256 of ``obj`` as sorted JSON."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
