@@ -1,7 +1,12 @@
-"""Dataset cards: where they are found (checkout, $ZOO_CARDS), the schema, and every card
+"""Dataset cards: where they are found (checkout, wheel, $ZOO_CARDS), the schema, and every card
 of ``list_cards()`` checked against DGL, against the offline files, and loaded where a copy exists."""
+import json
 import os
 import re
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +31,7 @@ SHIPPED = sorted(path.stem for path in (REPO / "datasets").glob("*.yaml"))
 METRICS = {"node_classification": {"accuracy", "roc_auc"},
            "graph_regression": {"mae", "rmse", "r2"},
            "graph_classification": {"roc_auc", "ap"}}
+HIGHER_FLOORS = {"nn", "models", "engine", "analysis", "transfer", "baselines"}
 FEATURIZERS = {"ogb-smiles2graph", "benchmarking-gnns-zinc-typedict"}
 SOURCE_FIELDS = {"dgl": {"dgl_class", "url", "raw_folder", "files"},
                  "ogb": {"ogb_name", "url"},
@@ -76,6 +82,42 @@ def test_unknown_name_names_nearest_card():
 
 def test_name_is_case_and_hyphen_insensitive():
     assert load_card("Roman-Empire")["name"] == "roman_empire"
+
+
+def test_wheel_holds_every_card_and_the_installed_loader_finds_them(tmp_path):
+    """Build the wheel offline from a copy of the tree, unpack it (a pure-Python install), and
+    ask a fresh interpreter whose ``zoo`` is the unpacked one where its cards are."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    for folder in ("zoo", "datasets"):
+        shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                            "-q", "-w", str(tmp_path / "wheel"), str(src)], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheel").glob("zoo-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        for card in SHIPPED:  # every card, byte for byte
+            assert archive.read(f"zoo/datasets/{card}.yaml") == (REPO / "datasets" / f"{card}.yaml").read_bytes()
+        assert "zoo/datasets/README.md" in names
+        # the package list in setup.cfg is explicit: nothing under zoo/ may be left out
+        tree = {p.relative_to(src).as_posix() for p in (src / "zoo").rglob("*") if p.is_file()}
+        assert tree <= names, sorted(tree - names)
+        archive.extractall(tmp_path / "site")
+    probe = ("import json, sys, zoo.data.cards as c; print(json.dumps({'zoo': c.__file__, 'dir': str(c.package_cards_dir()),"
+             " 'cards': c.list_cards(), 'cora': c.load_card('cora')['source']['raw_folder'],"
+             " 'floors': sorted({m.split('.')[1] for m in sys.modules if m.count('.') and m.startswith('zoo.')})}))")
+    env = {k: v for k, v in os.environ.items() if k not in ("ZOO_CARDS", "PYTHONPATH")}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path / "site")},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["zoo"] == str(tmp_path / "site" / "zoo" / "data" / "cards.py")
+    assert found["dir"] == str(tmp_path / "site" / "zoo" / "datasets")
+    assert found["cards"] == SHIPPED and found["cora"] == "cora_v2_d697a464"
+    assert not set(found["floors"]) & HIGHER_FLOORS  # reading a card loads no floor above data
 
 
 # ----------------------------------------------------------------------------- the schema

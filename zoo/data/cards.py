@@ -2,7 +2,8 @@
 of the data floor.
 
 Cards are looked up in the folders of ``$ZOO_CARDS`` (``os.pathsep``-separated; a card there
-overrides a shipped card of the same name), then in the checkout's top-level ``datasets/``.
+overrides a shipped card of the same name), then in the shipped cards: ``zoo/datasets/`` in an
+installed wheel, else the checkout's top-level ``datasets/`` (source tree, ``pip install -e .``).
 """
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ class ChecksumMismatchError(DatasetError):
 
 
 def package_cards_dir() -> Path:
-    """The shipped cards: ``<checkout>/datasets/``."""
-    return _PACKAGE.parent / "datasets"
+    """The shipped cards: ``zoo/datasets/`` when installed from a wheel, else ``<checkout>/datasets/``."""
+    installed = _PACKAGE / "datasets"
+    return installed if installed.is_dir() else _PACKAGE.parent / "datasets"
 
 
 def cards_dirs() -> list[Path]:
