@@ -143,10 +143,18 @@ def _read_mapping(path: Path, chain: list) -> dict:
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise RecipeError(f"{path} is not valid YAML: {err}") from None
+        raise RecipeError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
     if not isinstance(raw, dict):
         raise RecipeError(f"{path} must hold a YAML mapping of recipe keys, got {type(raw).__name__}")
     return raw
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """One line from a YAML error: what is wrong and where."""
+    problem, mark = getattr(err, "problem", None), getattr(err, "problem_mark", None)
+    if problem is None:
+        return " ".join(str(err).split())
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark else problem
 
 
 def _merge(base: dict, own: dict) -> dict:
@@ -190,8 +198,7 @@ def apply_override(raw: dict, item: str) -> None:
     try:
         node[leaf] = yaml.safe_load(value)
     except yaml.YAMLError as err:
-        reason = str(getattr(err, "problem", None) or err).strip()
-        raise RecipeError(f"override {item!r}: {value!r} is not a YAML value ({reason}); "
+        raise RecipeError(f"override {item!r}: {value!r} is not a YAML value ({_yaml_problem(err)}); "
                           "quote lists and strings whole, e.g. --set 'model.heads=[1, 2]'") from None
 
 

@@ -1,0 +1,116 @@
+"""The bad-input corpus: every case exits 2 (or raises the library's error) with one line that
+names the bad value, prints no traceback, and leaves no run folder behind.
+
+Each case is (tool, argv, text the message must contain). ``{runs}`` is an output folder that
+must not exist afterwards; ``{tmp}`` a scratch folder; ``{root}`` the checkout.
+"""
+import dgl
+import pytest
+import torch
+
+from tests.tools.tool_loader import ROOT, load_tool
+from zoo.ops import ZooOpError, edge_entmax, edge_qsoftmax, edge_sparsemax, edge_weighted_sum
+
+GAT = "{root}/recipes/cora_gat.yaml"
+ZINC = "{root}/recipes/zinc_siggate.yaml"
+
+CLI_CASES = [
+    # train: the recipe file
+    ("train", ["{tmp}/missing.yaml"], "recipe file not found: {tmp}/missing.yaml"),
+    ("train", ["{tmp}"], "is a folder; give a recipe file"),
+    ("train", ["{tmp}/broken.yaml"], "broken.yaml is not valid YAML: expected ',' or ']', but got '<stream end>' at line 3"),
+    ("train", ["{tmp}/typo.yaml"], "unknown key 'patiance' in optim; did you mean 'patience'"),
+    ("train", ["{tmp}/cycle_a.yaml"], "recipe bases form a cycle"),
+    ("train", ["{tmp}/named.yaml"], "a recipe's name is its file name"),
+    # train: overrides
+    ("train", [GAT, "--set", "model.heads=[1,"], "override 'model.heads=[1,': '[1,' is not a YAML value"),
+    ("train", [GAT, "--set", "heads"], "must look like section.key=value"),
+    ("train", [GAT, "--set", "model.head=4"], "unknown key 'head' in model (gat); did you mean 'heads'"),
+    ("train", [GAT, "--set", "model.name=gta"], "unknown model 'gta'; did you mean 'gat'"),
+    ("train", [GAT, "--set", "model.heads=many"], "model.heads must be int, got 'many'"),
+    ("train", [GAT, "--set", "optim.lr=-0.01"], "optim.lr is -0.01; it must be > 0.0"),
+    ("train", [GAT, "--set", "optim.lr=.nan"], "optim.lr is nan; it must be a finite number"),
+    ("train", [GAT, "--set", "optim.weight_decay=-1"], "optim.weight_decay is -1.0; it must be >= 0.0"),
+    ("train", [GAT, "--set", "optim.optimizer=sgd"], "optim.optimizer must be one of"),
+    ("train", [GAT, "--set", "task=link_prediction"], "task 'link_prediction' is not supported"),
+    ("train", [GAT, "--epochs", "0"], "optim.epochs, optim.patience and optim.batch_size must be >= 1"),
+    # train: seeds and device
+    ("train", [GAT, "--seeds", "3-1,5"], "the range '3-1' is empty; write it low-high, e.g. 1-3"),
+    ("train", [GAT, "--seeds", "5,5,5"], "names seed(s) [5] more than once"),
+    ("train", [GAT, "--seeds", ""], "'' is not a seed or a range"),
+    ("train", [GAT, "--seeds", "a-b"], "'a-b' is not a seed or a range"),
+    ("train", [GAT, "--device", "tpu"], "device 'tpu' is not one of cpu, cuda"),
+    # sweep
+    ("sweep", [GAT, "{tmp}/missing.yaml"], "recipe file not found: {tmp}/missing.yaml"),
+    ("sweep", [GAT, "--seeds", "2-0"], "the range '2-0' is empty"),
+    ("sweep", [GAT, "--set", "optim.lr=inf"], "optim.lr is inf; it must be a finite number"),
+    # tune
+    ("tune", [GAT, "--tune-seeds", "1,1"], "names seed(s) [1] more than once"),
+    ("tune", [GAT, "--seeds", ""], "'' is not a seed or a range"),
+    ("tune", [GAT, "{tmp}"], "is a folder; give a recipe file"),
+]
+
+FILES = {
+    "broken.yaml": "dataset: cora\nmodel: [unclosed\n",
+    "typo.yaml": "base: {root}/recipes/_base/attention_node.yaml\ndataset: cora\nmodel: {{name: gat}}\n"
+                 "optim: {{patiance: 3}}\n",
+    "cycle_a.yaml": "base: cycle_b.yaml\ndataset: cora\nmodel: {{name: gat}}\n",
+    "cycle_b.yaml": "base: cycle_a.yaml\n",
+    "named.yaml": "dataset: cora\nmodel: {{name: gat}}\nname: other\n",
+}
+
+
+def _fill(text, tmp, runs):
+    return text.format(root=ROOT, tmp=tmp, runs=runs)
+
+
+@pytest.mark.parametrize("tool, argv, message", CLI_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CLI_CASES)])
+def test_cli_refuses_with_one_line(tool, argv, message, tmp_path, capsys, offline_env):
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(_fill(text, tmp_path, None))
+    runs = tmp_path / "runs"
+    args = [_fill(a, tmp_path, runs) for a in argv] + ["--out", str(runs)]
+    try:
+        code = load_tool(tool).main(args)
+    except SystemExit as exit_:  # argparse
+        code = exit_.code
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert _fill(message, tmp_path, runs) in lines[0]
+    assert not runs.exists(), f"{tool} left {sorted(p.name for p in runs.rglob('*'))} behind"
+
+
+GRAPH = dgl.graph(([0, 1, 2, 2], [1, 2, 0, 1]))
+HETERO = dgl.heterograph({("a", "r", "b"): ([0], [0]), ("b", "s", "a"): ([0], [0])})
+Z = torch.randn(4, 2)
+
+OP_CASES = [
+    (lambda: edge_qsoftmax(GRAPH, Z.half(), 1.5), "logits is float16 on the CPU"),
+    (lambda: edge_entmax(GRAPH, Z.half(), 1.5), "logits is float16 on the CPU"),
+    (lambda: edge_sparsemax(GRAPH, torch.arange(4)), "must be a floating-point tensor, got torch.int64"),
+    (lambda: edge_qsoftmax(GRAPH, torch.randn(5), 1.5), "has shape [5] but the graph has 4 edges"),
+    (lambda: edge_qsoftmax(GRAPH, Z, torch.ones(3)), "q has shape [3], which does not fit logits of shape [4, 2]"),
+    (lambda: edge_qsoftmax(GRAPH, Z, "two"), "q must be a float or a tensor, got 'two'"),
+    (lambda: edge_qsoftmax(GRAPH, Z, float("nan")), "q must be finite"),
+    (lambda: edge_entmax(GRAPH, Z, 0.5), "alpha must be finite and >= 1"),
+    (lambda: edge_sparsemax(HETERO, torch.randn(1)), "only graphs with one edge type are supported"),
+    (lambda: edge_qsoftmax(GRAPH, torch.tensor([0.0, float("nan"), 1.0, 2.0]), 1.5), "contain NaN or +inf"),
+    (lambda: edge_weighted_sum(GRAPH, torch.rand(5, 1), torch.rand(3, 1, 4)), "weights has shape [5, 1]; expected [4, H]"),
+    (lambda: edge_weighted_sum(GRAPH, torch.rand(4, 1).half(), torch.rand(3, 1, 4).half()), "weights is float16 on the CPU"),
+]
+
+
+@pytest.mark.parametrize("call, message", OP_CASES, ids=[f"ops-{i}" for i in range(len(OP_CASES))])
+def test_ops_refuse_with_one_line(call, message):
+    with pytest.raises(ZooOpError) as info:
+        call()
+    text = str(info.value)
+    assert "\n" not in text and message in text, text
+
+
+def test_the_corpus_is_large_enough():
+    assert len(CLI_CASES) + len(OP_CASES) >= 40
+    assert {tool for tool, _, _ in CLI_CASES} >= {"train", "sweep", "tune"}
