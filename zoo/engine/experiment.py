@@ -1,6 +1,7 @@
 """Run a recipe over seeds into ``<out>/<recipe>/<config-hash>/seed<k>/`` and summarise them."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from zoo.analysis import format_summary, summarize_seeds
-from zoo.data import DatasetError, load_graph_dataset, load_node_dataset
+from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
 from zoo.engine.checkpoint import write_json
 from zoo.engine.distributed import barrier, init_from_env, is_main, main_first, requested_world_size, say
 from zoo.engine.environment import environment
@@ -37,13 +38,12 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     if requested_world_size() > 1 and recipe.task == "node_classification":
         raise RecipeError(f"{recipe.name} is node classification: it trains full-batch on one graph and does not "
                           "scale out with torchrun; run it as a single process (python tools/train.py ...)")
+    card = _card_of(recipe)
     init_from_env()
     rank0 = is_main()
     base = run_folder(recipe, out)
-    base.mkdir(parents=True, exist_ok=True)
     resolved = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
-    if rank0:
-        (base / "config.yaml").write_text(resolved)
+    per_seed_split = card.get("split", {}).get("protocol") == "random"
     runs, graph_data = [], None
     for seed in seeds if seeds is not None else recipe.seeds:
         seed_dir = base / f"seed{seed}"
@@ -58,14 +58,17 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
         if recipe.task == "node_classification":
             data, train = load_node_dataset(recipe.dataset, split=seed), train_node_classifier
         else:
-            with main_first():  # rank 0 fills the dataset cache, the others read it
-                graph_data = graph_data or load_graph_dataset(recipe.dataset, progress=progress and rank0)
+            if graph_data is None or per_seed_split:
+                with main_first():  # rank 0 fills the dataset cache, the others read it
+                    graph_data = load_graph_dataset(recipe.dataset, seed=seed, progress=progress and rank0)
             data, train = graph_data, train_graph_model
-        seed_dir.mkdir(parents=True, exist_ok=True)
-        if rank0:
-            (seed_dir / "config.yaml").write_text(resolved)
-            write_json(environment(), seed_dir / "environment.json")
-        metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
+        # the run folder appears only once a seed has its data, so a bad dataset leaves nothing behind
+        with _removed_unless_started(base, seed_dir, rank0):
+            if rank0:
+                (base / "config.yaml").write_text(resolved)
+                (seed_dir / "config.yaml").write_text(resolved)
+                write_json(environment(), seed_dir / "environment.json")
+            metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
         if not rank0:
             continue
         main = metrics["main_metric"]
@@ -81,6 +84,40 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}")
     print(format_summary(summary["metrics"]))
     return summary
+
+
+@contextlib.contextmanager
+def _removed_unless_started(base: Path, seed_dir: Path, rank0: bool):
+    """Create ``seed_dir``; if the body fails before a checkpoint exists, remove what it made.
+
+    Only this seed's folder is deleted; the folders above it go only if they were made here and
+    are then empty (another job may be writing beside it).
+    """
+    made = [p for p in (seed_dir, *seed_dir.parents) if not p.exists()]
+    seed_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        if rank0 and made and made[0] == seed_dir and not any(seed_dir.glob("*.pt")):
+            shutil.rmtree(seed_dir, ignore_errors=True)
+            if base in made and not any(base.glob("seed*")):
+                (base / "config.yaml").unlink(missing_ok=True)
+            for folder in made[1:]:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        raise
+
+
+def _card_of(recipe: Recipe) -> dict:
+    """The recipe's dataset card, checked against its task (a bad name is a recipe error)."""
+    try:
+        card = load_card(recipe.dataset)
+    except DatasetNotFoundError as err:
+        raise RecipeError(f"dataset {recipe.dataset!r}: {err}") from None
+    if (card["task"] == "node_classification") != (recipe.task == "node_classification"):
+        raise RecipeError(f"dataset {recipe.dataset!r} is a {card['task']} card but the recipe's task is "
+                          f"{recipe.task!r}; set task: {card['task']}")
+    return card
 
 
 def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[int] | None = None,
