@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
+from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
@@ -36,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
                             device=args.device)
+    except CheckpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"\n{RESUME_HINT}", file=sys.stderr)
         return 130

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa: E402
+from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.cli import add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     except DatasetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    except RecipeError as err:
+    except (RecipeError, CheckpointError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

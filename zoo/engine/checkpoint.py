@@ -1,8 +1,17 @@
-"""Atomic checkpoint files: a kill mid-write never leaves a half-written file behind."""
+"""Run checkpoints (``last.pt``, ``best.pt``): written atomically, read with ``weights_only=True``.
+
+A checkpoint holds tensors and plain data only (dicts, lists, numbers, strings; RNG states as
+tensors, see :mod:`zoo.engine.reproducibility`), so reading one never runs code from the file.
+:func:`save_checkpoint` refuses a state that ``weights_only`` could not read back, and
+:func:`load_checkpoint` turns a planted pickle, a truncated or a corrupt file into one
+:class:`CheckpointError` line naming the file and the fix.
+"""
 from __future__ import annotations
 
 import copy
+import io
 import json
+import pickle
 from pathlib import Path
 
 import torch
@@ -10,9 +19,24 @@ import torch
 from zoo._atomic import atomic_write
 
 
+class CheckpointError(ValueError):
+    """A checkpoint file cannot be read; the one-line message names the file and the fix."""
+
+
 def save_checkpoint(state: dict, path: str | Path) -> None:
-    """``torch.save`` to ``path`` through a temporary file and an atomic rename."""
-    atomic_write(path, lambda handle: torch.save(state, handle))
+    """``torch.save`` to ``path`` through a temporary file and an atomic rename.
+
+    Raises ``TypeError`` (nothing written) if ``state`` holds an object ``weights_only`` refuses.
+    """
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    try:
+        torch.load(buffer, weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise TypeError(f"cannot checkpoint to {path}: {_reason(err)}; "
+                        "a checkpoint holds tensors and plain data only") from None
+    atomic_write(path, lambda handle: handle.write(buffer.getbuffer()))
 
 
 def cpu_state_dict(module: torch.nn.Module) -> dict:
@@ -26,11 +50,21 @@ def cpu_state_dict(module: torch.nn.Module) -> dict:
 
 
 def load_checkpoint(path: str | Path) -> dict:
-    """Load a checkpoint written by :func:`save_checkpoint` onto the CPU."""
-    return torch.load(path, map_location="cpu")
+    """Load a checkpoint written by :func:`save_checkpoint` onto the CPU, without unpickling code."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # a payload, a truncated zip, garbage, an unreadable file
+        raise CheckpointError(f"checkpoint {path} cannot be read ({_reason(err)}): it is truncated, corrupt or "
+                              "not written by zoo; delete it, or rerun with --force to retrain this seed") from None
 
 
 def write_json(obj, path: str | Path) -> None:
     """Write JSON atomically (sorted keys, indented)."""
     text = json.dumps(obj, indent=2, sort_keys=True, default=str).encode()
     atomic_write(path, lambda handle: handle.write(text))
+
+
+def _reason(err: Exception) -> str:
+    """The type and first line of ``err``, without torch's advice to retry with ``weights_only=False``."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0].split('WeightsUnpickler error: ')[-1]}" if lines else type(err).__name__

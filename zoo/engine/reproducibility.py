@@ -1,4 +1,7 @@
-"""Seeding and RNG state capture, so a resumed run continues exactly where it stopped."""
+"""Seeding and RNG state capture, so a resumed run continues exactly where it stopped.
+
+States are tensors and plain numbers, so checkpoints holding them load with ``weights_only=True``.
+"""
 from __future__ import annotations
 
 import random
@@ -16,7 +19,12 @@ def seed_everything(seed: int) -> None:
 
 def rng_state() -> dict:
     """The state of every generator :func:`seed_everything` seeds (CUDA's once CUDA is in use)."""
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    _, words, gauss_next = random.getstate()
+    _, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
+    state = {"python": {"words": torch.tensor(words, dtype=torch.int64), "gauss_next": gauss_next},
+             "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss),
+                       "cached_gaussian": float(cached_gaussian)},
+             "torch": torch.get_rng_state()}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -24,8 +32,10 @@ def rng_state() -> dict:
 
 def set_rng_state(state: dict) -> None:
     """Restore a state captured by :func:`rng_state`."""
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    python, numpy = state["python"], state["numpy"]
+    random.setstate((3, tuple(python["words"].tolist()), python["gauss_next"]))
+    np.random.set_state(("MT19937", numpy["keys"].numpy().astype(np.uint32), numpy["pos"], numpy["has_gauss"],
+                         numpy["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
