@@ -1,6 +1,8 @@
-"""The checkpoints shipped in zoo/pretrained/: they load (sha256 verified), their cards are
-complete, and (ZOO_SLOW=1) the test metric on their card is what the weights really give."""
+"""The checkpoints shipped in zoo/pretrained/: they load (card and weights digests verified), they
+are the ones README names, their cards are complete, and (ZOO_SLOW=1) the test metric on their
+card is what the weights really give."""
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,16 +13,32 @@ from zoo.engine.graph_trainer import predict
 from zoo.models import list_models, load_pretrained
 from zoo.models.registry import PRETRAINED_DIR
 
+README = Path(__file__).resolve().parents[1] / "README.md"
 SHIPPED = list_models(pretrained=True)
+# weights_sha256 of the zoo-pretrained/1 .pt files these pairs were converted from, and the
+# checkpoint digests README lists: an independent record of what ships
+PT_WEIGHTS_SHA256 = {"zinc_siggate": "bd71536508d31bbc9931067923b29fe8ca08f5bb253fca9f194dd00fef7b5cd8",
+                     "molhiv_siggate_cpu": "3f8e09274eab5a2e17199d025357aad276b351625ad556d64aa50d2ae41787e1"}
+CHECKPOINT_SHA256 = {"zinc_siggate": "6658f1bc7cb926524c17d3f628bce18f360a66ddda671ee4c5ba36712c00ac07",
+                     "molhiv_siggate_cpu": "6170c310959ae1540d94ece8de7b2d14a5919f3441a64b6de8fa0157cd6d6b50"}
 
 
 def test_the_two_promised_checkpoints_ship():
     assert {"zinc_siggate", "molhiv_siggate_cpu"} <= set(SHIPPED)
+    assert not list(PRETRAINED_DIR.glob("*.pt"))  # only the new format ships
+
+
+@pytest.mark.parametrize("name", sorted(PT_WEIGHTS_SHA256))
+def test_shipped_weights_and_card_are_the_recorded_ones(name):
+    card = load_pretrained(name).card  # recomputes the digests from the files
+    assert card["weights_sha256"] == card["sha256"]["weights"] == PT_WEIGHTS_SHA256[name]
+    assert card["sha256"]["checkpoint"] == CHECKPOINT_SHA256[name]
+    assert CHECKPOINT_SHA256[name] in README.read_text()
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_checkpoint_loads_with_a_complete_card(name):
-    assert (PRETRAINED_DIR / f"{name}.pt").stat().st_size <= 10_000_000
+    assert (PRETRAINED_DIR / f"{name}.safetensors").stat().st_size <= 10_000_000
     model = load_pretrained(name)
     card = model.card
     for key in ("recipe", "featurizer", "pe_spec", "dataset", "split", "metrics", "command", "git_commit",

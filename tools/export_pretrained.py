@@ -4,8 +4,9 @@
         --command "python tools/train.py recipes/zinc_siggate.yaml --seeds 0"
     python tools/export_pretrained.py RUN_DIR --name NAME --out /tmp/weights
 
-The file is written to zoo/pretrained/NAME.pt (or --out DIR/NAME.pt); load it with
-zoo.load_pretrained("NAME").
+The weights are written to zoo/pretrained/NAME.safetensors and the model card beside them as
+NAME.json (or to --out DIR/); load them with zoo.load_pretrained("NAME"). best.pt is read with
+torch.load(weights_only=True): a file holding more than tensors and plain data is refused.
 
 Exit codes: 0 done, 2 bad arguments or a run that cannot be exported.
 """
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     test = card["metrics"]["test"]
     test = ", ".join(f"{key} {test[key]:.4f}" for key in dict.fromkeys([card["metric"], *test]) if key in test)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) and its card {path.with_suffix('.json')}")
     print(f"{card['architecture']} on {card['recipe']['dataset']}, best epoch {card['best_epoch']}: test {test}")
     return 0
 

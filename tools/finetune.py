@@ -1,10 +1,10 @@
 """Fine-tune a pretrained checkpoint on a CSV of SMILES and targets, over seeds.
 
     python tools/finetune.py --pretrained zinc_siggate --data my.csv --smiles-col smiles --target-cols y1,y2
-    python tools/finetune.py --pretrained model.pt --data my.csv --target-cols active --task classification \\
+    python tools/finetune.py --pretrained model.safetensors --data my.csv --target-cols active --task classification \\
         --split scaffold --epochs 30 --seeds 0-4 --freeze-encoder --out runs/finetune_active
 
-Writes <out>/seed<k>/ (run files and model.pt, a checkpoint with its card) and <out>/metrics.json,
+Writes <out>/seed<k>/ (run files and model.safetensors with its card model.json) and <out>/metrics.json,
 and prints val/test metrics per seed and their mean +- sd. Empty target cells are missing labels.
 
 Exit codes: 0 done, 1 data error, 2 bad arguments (unknown checkpoint, missing column, bad labels),
@@ -38,7 +38,8 @@ def format_seeds(summary: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pretrained", required=True, help="a pretrained checkpoint name or .pt path")
+    parser.add_argument("--pretrained", required=True,
+                        help="a pretrained checkpoint name, or the path of its .safetensors or .json file")
     parser.add_argument("--data", required=True, help="CSV with a SMILES column and target columns")
     parser.add_argument("--smiles-col", default="smiles", help="SMILES column (default: smiles)")
     parser.add_argument("--target-cols", required=True, help="comma-separated target columns, e.g. y1,y2")

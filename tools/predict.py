@@ -1,6 +1,6 @@
 """Predict with a checkpoint on a CSV of SMILES.
 
-    python tools/predict.py --model runs/finetune/seed0/model.pt --data new.csv --out preds.csv
+    python tools/predict.py --model runs/finetune/seed0/model.safetensors --data new.csv --out preds.csv
     python tools/predict.py --model zinc_siggate --data new.csv --smiles-col SMILES --out preds.csv --strict
 
 Writes the input columns plus one pred_<target> column per target of the model card (pred_0, ...
@@ -44,7 +44,8 @@ def read_table(path: Path, smiles_col: str) -> tuple[list[str], list[tuple[int, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="a pretrained checkpoint name or .pt path")
+    parser.add_argument("--model", required=True,
+                        help="a pretrained checkpoint name, or the path of its .safetensors or .json file")
     parser.add_argument("--data", required=True, help="CSV with a SMILES column")
     parser.add_argument("--smiles-col", default="smiles", help="SMILES column (default: smiles)")
     parser.add_argument("--out", required=True, help="output CSV")

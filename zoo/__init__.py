@@ -4,7 +4,7 @@
 >>> model = zoo.create_model("siggate_gt", num_outputs=1, dim=16, heads=2, layers=1)  # doctest: +SKIP
 >>> zoo.list_models(pretrained=True)                     # shipped checkpoints  # doctest: +SKIP
 >>> model = zoo.load_pretrained("zinc_siggate")          # eval mode, card in model.card  # doctest: +SKIP
->>> zoo.save_pretrained(model, model.card, "my_model.pt")  # doctest: +SKIP
+>>> zoo.save_pretrained(model, model.card, "my_model.safetensors")  # and my_model.json  # doctest: +SKIP
 >>> zoo.predict(model, ["CCO", "c1ccccc1O"]).values      # [2, T] in the target's units  # doctest: +SKIP
 >>> zoo.finetune("zinc_siggate", "my.csv", "smiles", ["logS"], epochs=30, seeds=range(5))  # doctest: +SKIP
 

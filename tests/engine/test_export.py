@@ -39,7 +39,7 @@ def finished_run(tmp_path_factory):
                            "model": MODEL,
                            "optim": {"epochs": 2, "batch_size": 8}})
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(experiment, "load_graph_dataset", lambda name, progress: data)
+        patch.setattr(experiment, "load_graph_dataset", lambda name, **options: data)
         experiment.run_recipe(recipe, tmp / "runs", progress=False)
     return experiment.run_folder(recipe, tmp / "runs") / "seed0"
 
@@ -65,7 +65,7 @@ def test_model_card_records_the_model_its_data_and_the_environment():
 
 def test_export_run_writes_a_loadable_card(finished_run, tmp_path):
     path = export_run(finished_run, "toy_model", "python tools/train.py toy.yaml", directory=tmp_path)
-    assert path == tmp_path / "toy_model.pt"
+    assert path == tmp_path / "toy_model.safetensors" and (tmp_path / "toy_model.json").is_file()
     model = load_pretrained("toy_model", directory=tmp_path)
     card, metrics = model.card, json.loads((finished_run / "metrics.json").read_text())
     environment = json.loads((finished_run / "environment.json").read_text())
@@ -95,13 +95,25 @@ def test_export_run_refuses_unfinished_runs_and_large_files(finished_run, tmp_pa
         export_run(finished_run, "toy", "", directory=tmp_path)
     with pytest.raises(PretrainedError, match="file stem"):
         export_run(finished_run, "../toy", "", directory=tmp_path)
-    assert not list(tmp_path.glob("*.pt"))
+    assert not list(tmp_path.glob("toy*"))
 
 
 def test_export_cli(finished_run, tmp_path, capsys):
     cli = load_tool("export_pretrained")
     assert cli.main([str(finished_run), "--name", "toy", "--command", "make train", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert str(tmp_path / "toy.pt") in out and "MB" in out and "test mae" in out
+    assert f"{tmp_path / 'toy.safetensors'} (" in out and str(tmp_path / "toy.json") in out and "test mae" in out
     assert cli.main([str(tmp_path / "nowhere"), "--name", "toy", "--out", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_export_run_reads_best_pt_as_weights_only_and_refuses_anything_else(finished_run, tmp_path):
+    run = shutil.copytree(finished_run, tmp_path / "seed0")
+    torch.save({"epoch": 3}, run / "best.pt")
+    with pytest.raises(PretrainedError, match="best.pt is not a best-epoch checkpoint"):
+        export_run(run, "toy", "", directory=tmp_path)
+    data = (finished_run / "best.pt").read_bytes()
+    (run / "best.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(PretrainedError, match=f"checkpoint {run / 'best.pt'} cannot be read .*--force") as info:
+        export_run(run, "toy", "", directory=tmp_path)
+    assert "\n" not in str(info.value) and not list(tmp_path.glob("toy*"))

@@ -22,7 +22,7 @@ def pretrained_path(tmp_path_factory):
     card = {"name": "tiny", "architecture": "siggate_gt", "model_args": MODEL_ARGS, "recipe": RECIPE,
             "task": "graph_regression", "metric": "mae", "featurizer": FEATURIZER_SPEC, "pe_spec": model.pe_spec(),
             "target_columns": ["logp"]}
-    return save_pretrained(model, card, tmp_path_factory.mktemp("pretrained") / "tiny.pt")
+    return save_pretrained(model, card, tmp_path_factory.mktemp("pretrained") / "tiny.safetensors")
 
 
 @pytest.fixture

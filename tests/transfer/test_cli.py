@@ -33,17 +33,17 @@ def test_finetune_then_predict(pretrained_path, regression_csv, tmp_path, capsys
     new = tmp_path / "new.csv"
     new.write_text("id,smiles\na,CCO\nb,C1CC\n\nc,c1ccccc1\n")
     preds = tmp_path / "preds.csv"
-    assert predict_cli.main(["--model", str(out / "seed0" / "model.pt"), "--data", str(new),
+    assert predict_cli.main(["--model", str(out / "seed0" / "model.safetensors"), "--data", str(new),
                              "--out", str(preds), "--quiet"]) == 0
     assert "line 3 (row 1): 'C1CC'" in capsys.readouterr().err
     rows = list(csv.DictReader(preds.open()))
     assert [row["id"] for row in rows] == ["a", "b", "c"]
     assert set(rows[0]) == {"id", "smiles", "pred_y1", "pred_y2"}
     assert rows[1]["pred_y1"] == "" and not math.isnan(float(rows[2]["pred_y2"]))
-    direct = predict(load_pretrained(out / "seed0" / "model.pt"), ["CCO", "c1ccccc1"], progress=False).values
+    direct = predict(load_pretrained(out / "seed0" / "model.safetensors"), ["CCO", "c1ccccc1"], progress=False).values
     written = [[float(rows[i][f"pred_{t}"]) for t in ("y1", "y2")] for i in (0, 2)]
     assert sum(written, []) == pytest.approx(direct.ravel().tolist(), abs=1e-6)  # each row gets its own molecule's prediction
-    assert predict_cli.main(["--model", str(out / "seed0" / "model.pt"), "--data", str(new),
+    assert predict_cli.main(["--model", str(out / "seed0" / "model.safetensors"), "--data", str(new),
                              "--out", str(preds), "--strict", "--quiet"]) == 1
 
 

@@ -34,7 +34,7 @@ def test_finetune_writes_runs_checkpoints_and_summary(pretrained_path, regressio
             assert {"rmse", "mae", "r2"} <= set(saved["per_seed"][seed][part])
     assert saved["summary"]["test"]["rmse"]["n"] == 2 and saved["summary"]["test"]["rmse"]["sd"] >= 0
 
-    model = load_pretrained(out / "seed0" / "model.pt")
+    model = load_pretrained(out / "seed0" / "model.safetensors")
     card = model.card
     assert card["model_args"]["num_outputs"] == 2 and card["target_columns"] == ["y1", "y2"]
     assert card["task"] == "graph_regression" and card["metric"] == "rmse"
@@ -93,7 +93,7 @@ def test_one_valid_molecule_is_a_clear_error(pretrained_path, tmp_path):
 def test_freeze_encoder_trains_only_the_head(pretrained_path, regression_csv, tmp_path):
     finetune(pretrained_path, regression_csv, target_cols="y1", freeze_encoder=True, out=tmp_path / "ft", **FAST)
     start = load_pretrained(pretrained_path).state_dict()
-    tuned = load_pretrained(tmp_path / "ft" / "seed0" / "model.pt")
+    tuned = load_pretrained(tmp_path / "ft" / "seed0" / "model.safetensors")
     assert tuned.card["freeze_encoder"] is True
     after = tuned.state_dict()
     for key, value in _encoder(start).items():  # weights and BatchNorm statistics
@@ -108,7 +108,7 @@ def test_from_scratch_starts_from_a_fresh_seeded_model(pretrained_path, regressi
     # with no epochs of training the saved model is the start model (lr 0 leaves it untouched)
     finetune(pretrained_path, regression_csv, target_cols="y1", from_scratch=True, seeds=3, lr=1e-30,
              out=tmp_path / "ft", **FAST)
-    tuned = load_pretrained(tmp_path / "ft" / "seed3" / "model.pt")
+    tuned = load_pretrained(tmp_path / "ft" / "seed3" / "model.safetensors")
     assert tuned.card["parent"] == "from scratch"
     after = _encoder(tuned.state_dict())
     weights = [k for k in fresh if "running" not in k and "num_batches" not in k]  # BatchNorm stats move in training
@@ -123,4 +123,4 @@ def test_classification_reports_roc_auc_and_ap(pretrained_path, classification_c
     summary = finetune(pretrained_path, classification_csv, target_cols=["active"], task="classification",
                        out=tmp_path / "ft", **FAST)
     assert {"roc_auc", "ap"} <= set(summary["per_seed"]["0"]["test"])
-    assert load_pretrained(tmp_path / "ft" / "seed0" / "model.pt").card["task"] == "graph_classification"
+    assert load_pretrained(tmp_path / "ft" / "seed0" / "model.safetensors").card["task"] == "graph_classification"

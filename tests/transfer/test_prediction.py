@@ -49,7 +49,7 @@ def test_predict_loads_a_checkpoint_by_path(pretrained_path):
 def test_classification_gives_probabilities(pretrained_path, classification_csv, tmp_path):
     finetune(pretrained_path, classification_csv, target_cols="active", task="classification", epochs=2,
              out=tmp_path / "ft", progress=False)
-    model = load_pretrained(tmp_path / "ft" / "seed0" / "model.pt")
+    model = load_pretrained(tmp_path / "ft" / "seed0" / "model.safetensors")
     preds = predict(model, MOLECULES, progress=False)
     assert preds.columns == ["active"] and ((preds.values > 0) & (preds.values < 1)).all()
     expected = torch.sigmoid(torch.from_numpy(_trainer_outputs(model, MOLECULES))).numpy()

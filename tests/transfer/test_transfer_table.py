@@ -23,7 +23,7 @@ def test_rows_hold_the_runs_metrics_and_a_forest_on_the_same_split(toy_card, pre
     (row,) = rows
     for method in ("finetuned", "scratch"):
         for k, seed in enumerate([0, 1, 2]):
-            card = load_pretrained(tmp_path / "t" / "toy" / method / f"seed{seed}" / "model.pt").card
+            card = load_pretrained(tmp_path / "t" / "toy" / method / f"seed{seed}" / "model.safetensors").card
             assert row["test_rmse"][method][k] == pytest.approx(card["metrics"]["test"]["rmse"])
     data = load_csv_dataset(toy_card, "smiles", ["y1"], split="random", seed=1, progress=False)
     train, test = data.split["train"].tolist(), data.split["test"].tolist()
@@ -50,7 +50,7 @@ def test_one_seed_is_refused_before_any_training(toy_card, pretrained_path, tmp_
 
 def test_a_rerun_reuses_finished_network_runs(toy_card, pretrained_path, tmp_path, capsys):
     first = tt.transfer_table(str(pretrained_path), ["toy"], seeds=[0, 1], epochs=1, out=tmp_path / "t", progress=False)
-    model_file = tmp_path / "t" / "toy" / "scratch" / "seed1" / "model.pt"
+    model_file = tmp_path / "t" / "toy" / "scratch" / "seed1" / "model.safetensors"
     stamp = model_file.stat().st_mtime_ns
     again = tt.transfer_table(str(pretrained_path), ["toy"], seeds=[0, 1], epochs=1, out=tmp_path / "t", progress=False)
     assert again[0]["test_rmse"] == first[0]["test_rmse"] and model_file.stat().st_mtime_ns == stamp

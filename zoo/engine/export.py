@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from zoo.data import FEATURIZER_SPEC, DatasetError, load_card
-from zoo.engine.checkpoint import load_checkpoint
+from zoo.engine.checkpoint import CheckpointError, load_checkpoint
 from zoo.engine.recipe import Recipe, RecipeError, build_recipe
 from zoo.models.pretrained import PretrainedError, model_from_card, save_pretrained
 from zoo.models.registry import PRETRAINED_DIR
@@ -59,15 +59,17 @@ def model_card(name: str, model: torch.nn.Module, recipe: Recipe, metrics: dict,
 
 
 def export_run(run_dir, name: str, command: str, directory=None) -> Path:
-    """Save the best weights of a finished graph-level run with their card as ``<directory>/<name>.pt``.
+    """Save the best weights of a finished graph-level run with their card as ``<directory>/<name>.safetensors``
+    and ``<name>.json`` (see :mod:`zoo.models.pretrained`); returns the first.
 
     ``directory`` defaults to the shipped :data:`zoo.models.registry.PRETRAINED_DIR`. Refuses
-    unfinished runs (no ``metrics.json``), node-level runs and files over 10 MB.
+    unfinished runs (no ``metrics.json``), node-level runs and weights over 10 MB. ``best.pt`` is
+    read with ``weights_only=True``: a file that holds more than tensors and plain data is refused.
     """
     run_dir = Path(run_dir)
-    if not _NAME.fullmatch(name) or name.endswith(".pt"):
+    if not _NAME.fullmatch(name) or name.endswith((".pt", ".safetensors", ".json")):
         raise PretrainedError(f"name {name!r} must be a file stem of letters, digits, '_', '.', '-' "
-                              "(without .pt), e.g. zinc_siggate")
+                              "(without .safetensors), e.g. zinc_siggate")
     if not run_dir.is_dir():
         raise PretrainedError(f"run folder {run_dir} does not exist; pass runs/<recipe>/<hash>/seed<k>")
     if not (run_dir / "metrics.json").is_file():
@@ -78,7 +80,13 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
     metrics = json.loads((run_dir / "metrics.json").read_text())
     environment = json.loads((run_dir / "environment.json").read_text()) \
         if (run_dir / "environment.json").is_file() else {}
-    best = load_checkpoint(run_dir / "best.pt")
+    try:
+        best = load_checkpoint(run_dir / "best.pt")
+    except CheckpointError as err:
+        raise PretrainedError(str(err)) from None
+    if not isinstance(best, dict) or not {"model", "recipe"} <= best.keys():
+        raise PretrainedError(f"{run_dir}/best.pt is not a best-epoch checkpoint of tools/train.py (no model and "
+                              "recipe); retrain it with tools/train.py --force")
     try:
         recipe = build_recipe(best["recipe"])
     except RecipeError as err:
@@ -112,7 +120,7 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
     featurizer = FEATURIZER_SPEC if dataset and dataset.get("featurizer") == FEATURIZER_SPEC["name"] else None
     card = model_card(name, model, recipe, metrics, environment, num_outputs=num_outputs, split=split,
                       target_columns=columns, command=command, dataset=dataset, featurizer=featurizer)
-    path = Path(directory or PRETRAINED_DIR) / f"{name}.pt"
+    path = Path(directory or PRETRAINED_DIR) / f"{name}.safetensors"
     return save_pretrained(model, card, path, max_bytes=MAX_EXPORT_BYTES)
 
 

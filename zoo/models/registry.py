@@ -39,8 +39,10 @@ def list_models(pretrained: bool = False) -> list[str]:
 
 
 def pretrained_names(directory=None) -> list[str]:
-    """Names of the pretrained checkpoints in ``directory`` (default :data:`PRETRAINED_DIR`), sorted."""
-    return sorted(path.stem for path in Path(directory or PRETRAINED_DIR).glob("*.pt"))
+    """Names of the pretrained checkpoints in ``directory`` (default :data:`PRETRAINED_DIR`), sorted: the
+    stems of its ``.safetensors`` files and, for this release, of legacy ``.pt`` files."""
+    folder = Path(directory or PRETRAINED_DIR)
+    return sorted({path.stem for pattern in ("*.safetensors", "*.pt") for path in folder.glob(pattern)})
 
 
 def _builder(name: str):

@@ -3,7 +3,7 @@
 Each seed starts from the pretrained weights with a fresh head (or, ``from_scratch``, from a
 freshly initialised model of the same architecture), trains with the checkpoint's recipe
 (epochs, lr and batch size overridable), keeps the best validation epoch and writes
-``<out>/seed<k>/`` (the trainer's files plus ``model.pt``, a zoo checkpoint with its card);
+``<out>/seed<k>/`` (the trainer's files plus ``model.safetensors`` and its card ``model.json``, a zoo checkpoint);
 ``<out>/metrics.json`` holds every seed and the mean and sd of each metric.
 
 >>> summary = finetune("zinc_siggate", "my.csv", target_cols=["logS"], epochs=30, seeds=[0, 1, 2])  # doctest: +SKIP
@@ -111,7 +111,7 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
                           split={"kind": split, "seed": seed, "sizes": dataset.sizes, "source": dataset.split_source},
                           dataset=_dataset_record(dataset), featurizer=dataset.featurizer, parent=origin,
                           freeze_encoder=freeze_encoder)
-        save_pretrained(model, card, seed_dir / "model.pt")
+        save_pretrained(model, card, seed_dir / "model.safetensors")
         if progress:
             print(f"seed {seed}: best epoch {metrics['best_epoch']}, val {metric} "
                   f"{metrics['final']['val'][metric]:.4f}, test {metric} {metrics['final']['test'][metric]:.4f}")

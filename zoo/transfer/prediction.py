@@ -1,6 +1,6 @@
 """Predict with a zoo checkpoint on new SMILES, featurized and encoded exactly as in training.
 
->>> preds = predict("my_model.pt", ["CCO", "c1ccccc1", "not a smiles"])  # doctest: +SKIP
+>>> preds = predict("my_model.safetensors", ["CCO", "c1ccccc1", "not a smiles"])  # doctest: +SKIP
 >>> preds.values.shape, preds.columns, [bad.reason for bad in preds.report]  # doctest: +SKIP
 ((3, 1), ['logS'], ['RDKit parse failure: syntax error (e.g. unclosed ring or bad token)'])
 """
