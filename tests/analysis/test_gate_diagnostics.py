@@ -18,8 +18,8 @@ def test_stable_rank_and_mad_by_hand():
 def test_gate_statistics_follow_a_hand_set_gate():
     torch.manual_seed(0)
     model = create_model("siggate_gt", dim=16, heads=2, layers=2, local="gine", pe="rwse", rwse_k=20, dim_pe=4)
-    for module in model.gate_modules():  # W_g = 0, b = 3 -> every gate is sigmoid(3) = 0.9526
-        torch.nn.init.constant_(module.gate_proj.bias, 3.0)
+    for layer in model.gps_layers():  # W_g = 0, b = 3 -> every gate is sigmoid(3) = 0.9526
+        torch.nn.init.constant_(layer.attn.gate_proj.bias, 3.0)
     batch = random_molecules(4)
     report = gate_diagnostics(model, [(batch, None)])
     assert len(report) == 2
@@ -31,11 +31,10 @@ def test_gate_statistics_follow_a_hand_set_gate():
         assert row["stable_rank"] == pytest.approx(row["stable_rank_ungated"], rel=1e-6)
         sizes = batch.batch_num_nodes()
         assert 0 < row["attention_entropy"] <= float(torch.log(sizes.double()).max())
-    assert all(module.record is False for module in model.gate_modules())
+    assert all(layer.attn.record is False for layer in model.gps_layers())
 
 
 def test_ungated_model_has_no_gate_statistics():
-    model = create_model("siggate_gt", dim=16, heads=2, layers=1, local="none", gate="none", pe="rwse", rwse_k=20,
-                         dim_pe=4)
+    model = create_model("gps", dim=16, heads=2, layers=1, local="none", pe="rwse", rwse_k=20, dim_pe=4)
     (row,) = gate_diagnostics(model, [(random_molecules(2), None)])
     assert "gate_mean" not in row and row["stable_rank"] == pytest.approx(row["stable_rank_ungated"])

@@ -1,10 +1,10 @@
-"""SigGate-GT graph model: shapes, gradients, parameter budget, batch order, PE contract, registry."""
+"""GPS and SigGate-GT graph models: shapes, gradients, parameter budget, batch order, PE contract, registry."""
 import dgl
 import pytest
 import torch
 
 from zoo.models import create_model, list_models, model_arguments
-from zoo.models.graph_transformer import GraphTransformer
+from zoo.models.graph_transformer import GPS, SigGateGT
 from zoo.nn.gated_attention import GatedMultiheadAttention
 
 SMILES = ("CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1")  # 3, 7 and 11 atoms
@@ -36,14 +36,14 @@ def molecules():
     return graphs
 
 
-def count(**kwargs):
-    return sum(p.numel() for p in GraphTransformer(**kwargs).parameters())
+def count(model_class, **kwargs):
+    return sum(p.numel() for p in model_class(**kwargs).parameters())
 
 
 @pytest.mark.parametrize("local,lap_encoder", [("gatedgcn", "signnet"), ("gine", "deepset"), ("none", "signnet")])
 def test_forward_is_finite_and_gradients_reach_every_parameter(molecules, local, lap_encoder):
     torch.manual_seed(0)
-    model = GraphTransformer(local=local, lap_encoder=lap_encoder, dropout=0.1, attn_dropout=0.1, **SMALL)
+    model = SigGateGT(local=local, lap_encoder=lap_encoder, dropout=0.1, attn_dropout=0.1, **SMALL)
     out = model(dgl.batch(molecules))
     assert out.shape == (3, 1) and torch.isfinite(out).all()
     (out * torch.tensor([[1.0], [-2.0], [0.5]])).sum().backward()
@@ -59,18 +59,18 @@ def test_type_dict_inputs_without_pe():
     g = dgl.batch([dgl.rand_graph(5, 10), dgl.rand_graph(4, 6)])
     g.ndata["feat"] = torch.randint(0, 28, (9,))
     g.edata["feat"] = torch.randint(0, 4, (16,))
-    model = GraphTransformer(num_outputs=2, pe="none", atom_types=28, bond_types=4, pool="sum", **SMALL)
+    model = SigGateGT(num_outputs=2, pe="none", atom_types=28, bond_types=4, pool="sum", **SMALL)
     assert model.pe_spec() == {}
     assert model(g).shape == (2, 2)
 
 
 def test_output_gate_parameters_and_zinc_budget():
     small = {**SMALL, "pe": "rwse"}
-    assert count(gate="output", **small) - count(gate="none", **small) == 2 * (32 * 32 + 32)
-    assert count(gate="output", gate_per_head=False, **small) - count(gate="none", **small) == 2 * (32 * 8 + 8)
+    assert count(SigGateGT, gate="output", **small) - count(GPS, **small) == 2 * (32 * 32 + 32)
+    assert count(SigGateGT, gate="output", gate_per_head=False, **small) - count(GPS, **small) == 2 * (32 * 8 + 8)
     # ZINC: 10 layers, dim 64, 8 heads, LapPE + RWSE, type dictionaries; GINE local branch as GraphGPS
     zinc = dict(layers=10, dim=64, heads=8, pe="lap+rwse", atom_types=28, bond_types=4, local="gine")
-    gated, plain = count(gate="output", **zinc), count(gate="none", **zinc)
+    gated, plain = count(SigGateGT, gate="output", **zinc), count(GPS, **zinc)
     assert gated - plain == 10 * (64 * 64 + 64)
     assert gated < 500_000
 
@@ -78,7 +78,7 @@ def test_output_gate_parameters_and_zinc_budget():
 @pytest.mark.parametrize("pool", ["mean", "sum"])
 def test_permuting_graphs_permutes_outputs(molecules, pool):
     torch.manual_seed(0)
-    model = GraphTransformer(pool=pool, **SMALL).double().eval()
+    model = SigGateGT(pool=pool, **SMALL).double().eval()
     out = model(dgl.batch(molecules))
     order = [2, 0, 1]
     torch.testing.assert_close(model(dgl.batch([molecules[i] for i in order])), out[order], atol=1e-10, rtol=0)
@@ -86,7 +86,7 @@ def test_permuting_graphs_permutes_outputs(molecules, pool):
 
 
 def test_missing_or_misshapen_pe_is_explained(molecules):
-    model = GraphTransformer(**SMALL).eval()
+    model = SigGateGT(**SMALL).eval()
     g = dgl.batch(molecules)
     g.ndata.pop("lap_eigval")  # SignNet does not read eigenvalues
     assert model(g).shape == (3, 1)
@@ -94,7 +94,7 @@ def test_missing_or_misshapen_pe_is_explained(molecules):
     with pytest.raises(KeyError, match=r"ndata\['rwse'\] is missing.*add_positional_encodings"):
         model(g)
     with pytest.raises(KeyError, match="lap_eigval"):
-        GraphTransformer(lap_encoder="deepset", pe="lap", **SMALL)(g)
+        SigGateGT(lap_encoder="deepset", pe="lap", **SMALL)(g)
     g.ndata["rwse"] = torch.rand(g.num_nodes(), RWSE_K + 1)
     with pytest.raises(ValueError, match=r"needs \[N, 6\].*'rwse_k': 6"):
         model(g)
@@ -106,7 +106,26 @@ def test_missing_or_misshapen_pe_is_explained(molecules):
 ])
 def test_unknown_option_values_are_named(option, value):
     with pytest.raises(ValueError, match=repr(value).replace("+", r"\+")):
-        GraphTransformer(**{**SMALL, option: value})
+        SigGateGT(**{**SMALL, option: value})
+
+
+def test_gps_is_siggate_gt_without_the_gate():
+    gps, siggate = model_arguments("gps"), model_arguments("siggate_gt")
+    gate_keys = {"gate", "gate_per_head", "gate_activation", "gate_bias_init"}
+    assert not gate_keys & set(gps) and set(siggate) == set(gps) | gate_keys
+    assert all(siggate[key] == gps[key] for key in gps)
+    torch.manual_seed(0)
+    plain = create_model("gps", **SMALL)
+    torch.manual_seed(0)
+    gated = create_model("siggate_gt", **SMALL)
+    assert all(layer.attn.gate == "none" for layer in plain.gps_layers())
+    assert all(layer.attn.gate == "output" for layer in gated.gps_layers())
+    gated_state = gated.state_dict()
+    assert {k for k in gated_state if "gate_proj" not in k} == set(plain.state_dict())
+    with pytest.raises(ValueError, match="the ungated model is registered as 'gps'"):
+        create_model("siggate_gt", gate="none")
+    with pytest.raises(TypeError, match="gate"):
+        create_model("gps", gate="output")
 
 
 def test_registry_round_trip(molecules):
@@ -115,8 +134,8 @@ def test_registry_round_trip(molecules):
     assert args["pe"] is str and args["lap_k"] is int and args["gate_per_head"] is bool
     assert args["gate_bias_init"] is float and args["ffn_ratio"] is int
     model = create_model("siggate_gt", num_outputs=3, gate="value", **SMALL).eval()
-    assert isinstance(model, GraphTransformer) and model.pe_spec() == {"lap_k": LAP_K, "rwse_k": RWSE_K}
-    gates = model.gate_modules()
+    assert isinstance(model, SigGateGT) and model.pe_spec() == {"lap_k": LAP_K, "rwse_k": RWSE_K}
+    gates = [layer.attn for layer in model.gps_layers()]
     assert len(gates) == 2 and all(isinstance(m, GatedMultiheadAttention) and m.gate == "value" for m in gates)
     clone = create_model("siggate_gt", num_outputs=3, gate="value", **SMALL).eval()
     clone.load_state_dict(model.state_dict())
@@ -141,18 +160,19 @@ def test_reset_head_changes_only_the_output_layer():
 
 def test_ffn_dim_widens_the_ffn_by_hand_count():
     small = {**SMALL, "pe": "rwse"}  # per layer the FFN is Linear(32, W) + Linear(W, 32)
-    wider = count(gate="none", ffn_dim=70, **small) - count(gate="none", **small)
+    wider = count(GPS, ffn_dim=70, **small) - count(GPS, **small)
     assert wider == SMALL["layers"] * (70 - 64) * (32 + 1 + 32)
     with pytest.raises(ValueError, match="ffn_dim"):
-        GraphTransformer(ffn_dim=-1, **small)
+        GPS(ffn_dim=-1, **small)
 
 
 def test_ffn_matched_recipe_has_the_gated_parameter_count():
     from zoo.engine.recipe import load_recipe
 
     def params(name):
-        options = {k: v for k, v in load_recipe(f"recipes/{name}.yaml").model.items() if k != "name"}
-        return sum(p.numel() for p in create_model("siggate_gt", num_outputs=1, **options).parameters())
+        model = load_recipe(f"recipes/{name}.yaml").model
+        options = {k: v for k, v in model.items() if k != "name"}
+        return sum(p.numel() for p in create_model(model["name"], num_outputs=1, **options).parameters())
 
     gated, matched = params("zinc_siggate"), params("zinc_gps_ffn_matched")
     assert abs(gated - matched) <= 10 * (2 * 64 + 1) and matched < 500_000  # within one FFN unit per layer

@@ -148,7 +148,7 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20) -> dict[str, float]:
     target = torch.randn(batch_size, 1)
     loss = lambda model: F.l1_loss(model(batch), target)
     config = dict(dim=64, heads=8, layers=10, local="gine", pe="lap+rwse", lap_k=8, rwse_k=20, pool="sum")
-    models = {"gps": create_model("siggate_gt", gate="none", **config),
+    models = {"gps": create_model("gps", **config),
               "siggate_gt": create_model("siggate_gt", gate="output", **config)}
     ms = _median_step_ms({name: _train_step(model, loss) for name, model in models.items()}, repeats)
     _print_table(f"gps: batches of {batch_size} ZINC-sized molecules (23 atoms), 10 layers, d 64, 8 heads", ms, "gps")

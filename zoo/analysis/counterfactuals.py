@@ -37,7 +37,7 @@ def _recorded_forward(model, graph, features):
         recorded.append(attention.detach())
         return attention
 
-    with _hooks(model.layers(), attention_override=record), torch.no_grad():
+    with _hooks(model.ltga_layers(), attention_override=record), torch.no_grad():
         logits = model(graph, features)
     return logits, recorded
 
@@ -76,8 +76,8 @@ def label_agreement(graph, attention: torch.Tensor, labels: torch.Tensor, train_
 
 def ltga_diagnostics(model, data, score: Callable[[torch.Tensor], float], seed: int = 0) -> dict:
     """Attention statistics per layer, label agreement and counterfactuals A-C of a trained LTGA
-    model on ``data`` (a :class:`zoo.data.NodeData`); ``score(logits)`` gives the metric
-    reported for each variant (e.g. test accuracy)."""
+    model (a :class:`zoo.models.HasLTGALayers`) on ``data`` (a :class:`zoo.data.NodeData`);
+    ``score(logits)`` gives the metric reported for each variant (e.g. test accuracy)."""
     model.eval()
     graph, features = data.graph, data.features
     logits, learned = _recorded_forward(model, graph, features)
@@ -86,13 +86,13 @@ def ltga_diagnostics(model, data, score: Callable[[torch.Tensor], float], seed: 
         "label_agreement": [label_agreement(graph, a, data.labels, data.train_mask) for a in learned],
         "counterfactual": {"trained": score(logits)},
     }
-    if all(conv.normaliser == "qsoftmax" for conv in model.layers()):
+    if all(conv.normaliser == "qsoftmax" for conv in model.ltga_layers()):
         one = lambda q: 1.0
         clamp = lambda q: q.clamp(min=1.0) if torch.is_tensor(q) else max(q, 1.0)
         prune = random_prune(learned, torch.Generator().manual_seed(seed))
         variants = {"A_softmax": dict(q_override=one), "B_random_prune": dict(q_override=one, attention_override=prune),
                     "C_clamp_q": dict(q_override=clamp)}
         for name, hooks in variants.items():
-            with _hooks(model.layers(), **hooks), torch.no_grad():
+            with _hooks(model.ltga_layers(), **hooks), torch.no_grad():
                 report["counterfactual"][name] = score(model(graph, features))
     return report

@@ -49,12 +49,13 @@ def _gate_stats(gate: torch.Tensor) -> dict:
 
 
 def gate_diagnostics(model, loader, max_batches: int = 8) -> list[dict]:
-    """Per-layer diagnostics of a GPS model (``model.gate_modules()``, ``model.blocks``) on up to
+    """Per-layer diagnostics of a GPS model (a :class:`zoo.models.HasGPSLayers`) on up to
     ``max_batches`` batches ``(graphs, targets)`` of ``loader``, in eval mode."""
-    attention = model.gate_modules()
+    layers = model.gps_layers()
+    attention = [layer.attn for layer in layers]
     outputs: list[list[torch.Tensor]] = [[] for _ in attention]
-    hooks = [block.register_forward_hook(lambda mod, args, out, i=i: outputs[i].append(out[0].detach()))
-             for i, block in enumerate(model.blocks)]
+    hooks = [layer.register_forward_hook(lambda mod, args, out, i=i: outputs[i].append(out[0].detach()))
+             for i, layer in enumerate(layers)]
     collected = [{"gate": [], "entropy": [], "heads": [], "ungated": []} for _ in attention]
     sizes = []
     for module in attention:

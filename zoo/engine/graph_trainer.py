@@ -21,6 +21,7 @@ from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
 from zoo.engine.recipe import Recipe
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
+from zoo.models.capabilities import HasGPSLayers, HasPositionalEncodings
 
 
 def masked_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> torch.Tensor:
@@ -91,7 +92,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         raise ValueError(f"device {device} under torchrun: scale-out runs CPU ranks (gloo) only; use --device cpu")
     if model is None:
         model = build_graph_model(recipe, data.num_tasks)
-    if hasattr(model, "pe_spec"):
+    if isinstance(model, HasPositionalEncodings):
         with main_first():  # rank 0 fills the PE cache, the others read it
             data.add_positional_encodings(model.pe_spec(), progress=progress and is_main())
     loaders = make_dataloaders(data, recipe.optim.batch_size, seed=seed)
@@ -158,8 +159,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
 
 
 def _gate_diagnostics(model, loader, run_dir: Path) -> list[dict] | None:
-    """SigGate-GT diagnostics of the selected model on validation batches, also to TensorBoard."""
-    if not callable(getattr(model, "gate_modules", None)):
+    """GPS / SigGate-GT diagnostics of the selected model on validation batches, also to TensorBoard."""
+    if not isinstance(model, HasGPSLayers):
         return None
     report = gate_diagnostics(model, loader)
     with SummaryWriter(str(run_dir / "tensorboard")) as writer:

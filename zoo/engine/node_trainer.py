@@ -16,6 +16,7 @@ from zoo.engine.metrics import classification_metrics
 from zoo.engine.recipe import Recipe
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
+from zoo.models.capabilities import HasIndexParameters, HasLTGALayers
 
 
 def train_node_classifier(
@@ -93,7 +94,7 @@ def train_node_classifier(
 
 def _attention_diagnostics(model, data, mask, main_metric: str, seed: int, run_dir: Path) -> dict | None:
     """LTGA diagnostics of the final model (test-split metric), also logged to TensorBoard."""
-    if not callable(getattr(model, "layers", None)):
+    if not isinstance(model, HasLTGALayers):
         return None
     score = lambda logits: classification_metrics(logits[mask], data.labels[mask], [main_metric])[main_metric]
     diagnostics = ltga_diagnostics(model, data, score, seed)
@@ -108,7 +109,7 @@ def _attention_diagnostics(model, data, mask, main_metric: str, seed: int, run_d
 
 def _optimizers(model, optim) -> list[torch.optim.Optimizer]:
     """Adam for the weights; a second Adam (no weight decay) for index parameters, if any."""
-    index = list(model.index_parameters()) if hasattr(model, "index_parameters") else []
+    index = list(model.index_parameters()) if isinstance(model, HasIndexParameters) else []
     ids = {id(p) for p in index}
     weights = [p for p in model.parameters() if id(p) not in ids]
     optimizers = [torch.optim.Adam(weights, lr=optim.lr, weight_decay=optim.weight_decay)]
@@ -119,7 +120,7 @@ def _optimizers(model, optim) -> list[torch.optim.Optimizer]:
 
 def _shannon_prior(model, strength: float) -> torch.Tensor | float:
     """``strength * mean (q - 1)^2`` over every q the model used in its last forward."""
-    if strength == 0 or not hasattr(model, "q_values"):
+    if strength == 0 or not isinstance(model, HasIndexParameters):
         return 0.0
     values = [q.flatten() for q in model.q_values()]
     return strength * torch.cat(values).sub(1).pow(2).mean() if values else 0.0
@@ -127,7 +128,7 @@ def _shannon_prior(model, strength: float) -> torch.Tensor | float:
 
 def index_trajectory(model) -> dict[str, float]:
     """q per layer and head (mean, and sd over edges for per-edge q) from the last forward."""
-    if not hasattr(model, "q_values"):
+    if not isinstance(model, HasIndexParameters):
         return {}
     row = {}
     for layer, q in enumerate(model.q_values()):

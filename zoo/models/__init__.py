@@ -6,6 +6,7 @@ registered without an import line naming it.
 import importlib
 import pkgutil
 
+from zoo.models.capabilities import HasGPSLayers, HasHead, HasIndexParameters, HasLTGALayers, HasPositionalEncodings
 from zoo.models.pretrained import PretrainedError, load_pretrained, save_pretrained
 from zoo.models.registry import create_model, list_models, model_arguments, register_model
 
@@ -13,5 +14,6 @@ for _module in pkgutil.iter_modules(__path__, f"{__name__}."):
     importlib.import_module(_module.name)
 del _module
 
-__all__ = ["PretrainedError", "create_model", "list_models", "load_pretrained", "model_arguments", "register_model",
+__all__ = ["HasGPSLayers", "HasHead", "HasIndexParameters", "HasLTGALayers", "HasPositionalEncodings",
+           "PretrainedError", "create_model", "list_models", "load_pretrained", "model_arguments", "register_model",
            "save_pretrained"]

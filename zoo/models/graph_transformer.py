@@ -1,15 +1,16 @@
-"""SigGate-GT: a GraphGPS graph-level model whose global attention carries a learned gate.
+"""GPS and SigGate-GT: the GraphGPS graph-level model (``gps``) and the same model whose global
+attention carries a learned gate (``siggate_gt``).
 
 Pipeline (GraphGPS's ``GPSModel`` layout)::
 
     h = [atom embedding | LapPE | RWSE]        NodeFeatureEncoder, dim wide in all
     e = bond embedding                         BondEncoder or type dict (absent for local="none")
-    h, e = GPSLayer(g, h, e)   x layers        local branch + gated global attention + FFN
+    h, e = GPSLayer(g, h, e)   x layers        local branch + global attention (gated or not) + FFN
     y = MLP(pool(g, h))                        mean or sum readout, head_layers Linear layers
 
 Inputs on the (batched) graph: ``ndata["feat"]`` int64 ``[N, 9]`` (``ogb.utils.smiles2graph``)
 or ``[N]`` types (``atom_types > 0``), ``edata["feat"]`` int64 ``[E, 3]`` or ``[E]`` types
-(``bond_types > 0``), and the encodings named by :meth:`GraphTransformer.pe_spec`:
+(``bond_types > 0``), and the encodings named by :meth:`GPS.pe_spec`:
 ``ndata["lap_eigvec"]``/``ndata["lap_eigval"]`` ``[N, lap_k]`` (NaN-padded for graphs with fewer
 than ``lap_k`` nodes) and ``ndata["rwse"]`` ``[N, rwse_k]``, computed by
 ``zoo.data.positional.add_positional_encodings``.
@@ -25,15 +26,17 @@ import torch
 from dgl.nn import AvgPooling, SumPooling
 from torch import nn
 
+from zoo.models.capabilities import HasGPSLayers, HasHead, HasPositionalEncodings
 from zoo.models.registry import register_model
 from zoo.nn.encoders import BondEncoder, NodeFeatureEncoder, TypeDictEncoder
-from zoo.nn.gated_attention import GatedMultiheadAttention
+from zoo.nn.gated_attention import GATES
 from zoo.nn.gps_layer import GPSLayer
 from zoo.nn.positional_encoders import LapPEDeepSet, RWSEEncoder, SignNetLapPE
 
 PE_PARTS = ("lap", "rwse")
 LAP_ENCODERS = ("signnet", "deepset")
 POOLS = {"mean": AvgPooling, "sum": SumPooling}
+GATED = tuple(gate for gate in GATES if gate != "none")
 
 
 def _parse_pe(pe: str) -> tuple[str, ...]:
@@ -45,9 +48,9 @@ def _parse_pe(pe: str) -> tuple[str, ...]:
     return parts
 
 
-@register_model("siggate_gt")
-class GraphTransformer(nn.Module):
-    """SigGate-GT / GraphGPS for graph property prediction (see module docstring).
+@register_model("gps")
+class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
+    """GraphGPS for graph property prediction, without a gate (see module docstring).
 
     ``forward(g) -> [B, num_outputs]`` for a batch ``g`` of ``B`` graphs. ``pe`` is ``"lap+rwse"``,
     ``"lap"``, ``"rwse"`` or ``"none"``; each enabled encoding is ``dim_pe`` wide and the atom
@@ -56,20 +59,18 @@ class GraphTransformer(nn.Module):
     switch from the OGB encoders to type dictionaries (canonical ZINC: 28 and 4). ``ffn_ratio``
     is an integer, as :class:`GPSLayer` takes it; ``ffn_dim`` > 0 sets the FFN width directly
     (e.g. to match a gated model's parameter count). The head has ``head_layers`` Linear layers,
-    ``dim`` wide with ReLU between them.
+    ``dim`` wide with ReLU between them. ``dim`` must be a multiple of ``heads``.
 
-    >>> model = create_model("siggate_gt", num_outputs=1, atom_types=28, bond_types=4)  # doctest: +SKIP
+    >>> model = create_model("gps", num_outputs=1, atom_types=28, bond_types=4)  # doctest: +SKIP
     >>> model.pe_spec()  # doctest: +SKIP
     {'lap_k': 8, 'rwse_k': 20}
     """
 
     def __init__(self, num_outputs: int = 1, dim: int = 64, heads: int = 8, layers: int = 10,
-                 local: str = "gatedgcn", gate: str = "output", gate_per_head: bool = True,
-                 gate_activation: str = "sigmoid", gate_bias_init: float = 0.5, dropout: float = 0.0,
-                 attn_dropout: float = 0.5, norm: str = "batch", pool: str = "mean", pe: str = "lap+rwse",
-                 lap_k: int = 8, lap_encoder: str = "signnet", dim_pe: int = 16, rwse_k: int = 20,
-                 atom_types: int = 0, bond_types: int = 0, ffn_ratio: int = 2, head_layers: int = 2,
-                 ffn_dim: int = 0):
+                 local: str = "gatedgcn", dropout: float = 0.0, attn_dropout: float = 0.5, norm: str = "batch",
+                 pool: str = "mean", pe: str = "lap+rwse", lap_k: int = 8, lap_encoder: str = "signnet",
+                 dim_pe: int = 16, rwse_k: int = 20, atom_types: int = 0, bond_types: int = 0, ffn_ratio: int = 2,
+                 head_layers: int = 2, ffn_dim: int = 0):
         super().__init__()
         parts = _parse_pe(pe)
         if lap_encoder not in LAP_ENCODERS:
@@ -95,9 +96,8 @@ class GraphTransformer(nn.Module):
         if local != "none":
             self.edge_encoder = TypeDictEncoder(bond_types, dim) if bond_types else BondEncoder(dim)
         self.blocks = nn.ModuleList(
-            GPSLayer(dim, heads, local=local, gate=gate, gate_per_head=gate_per_head,
-                     gate_activation=gate_activation, gate_bias_init=gate_bias_init, dropout=dropout,
-                     attn_dropout=attn_dropout, norm=norm, ffn_ratio=ffn_ratio, ffn_dim=ffn_dim)
+            GPSLayer(dim, heads, local=local, dropout=dropout, attn_dropout=attn_dropout, norm=norm,
+                     ffn_ratio=ffn_ratio, ffn_dim=ffn_dim, **self._gate_options())
             for _ in range(layers)
         )
         self.pool = POOLS[pool]()
@@ -106,10 +106,14 @@ class GraphTransformer(nn.Module):
             head += [nn.Linear(dim, dim), nn.ReLU()]
         self.head = nn.Sequential(*head, nn.Linear(dim, num_outputs))
 
+    def _gate_options(self) -> dict:
+        """The gate arguments of every :class:`GPSLayer`: none here."""
+        return {"gate": "none"}
+
     def pe_spec(self) -> dict:
         """The encodings ``forward`` reads, as a PE spec for ``add_positional_encodings``.
 
-        >>> GraphTransformer(pe="rwse", rwse_k=16).pe_spec()
+        >>> GPS(pe="rwse", rwse_k=16).pe_spec()
         {'rwse_k': 16}
         """
         parts = _parse_pe(self.pe)
@@ -123,10 +127,9 @@ class GraphTransformer(nn.Module):
         last = self.head[-1]
         self.head[-1] = nn.Linear(last.in_features, num_outputs).to(last.weight.device, last.weight.dtype)
 
-    def gate_modules(self) -> list[GatedMultiheadAttention]:
-        """The global attention module of every layer, input first (set ``.record = True`` to
-        keep their last attention weights and gates)."""
-        return [block.attn for block in self.blocks]
+    def gps_layers(self) -> list[GPSLayer]:
+        """Every GPS layer, input first (``layer.attn`` is its global attention)."""
+        return list(self.blocks)
 
     def _node_tensor(self, g, key: str, width: int) -> torch.Tensor:
         """``g.ndata[key]`` ``[N, width]`` in the model's float type, or an error saying how to make it."""
@@ -156,3 +159,25 @@ class GraphTransformer(nn.Module):
         for block in self.blocks:
             h, e = block(g, h, e)
         return self.head(self.pool(g, h))
+
+
+@register_model("siggate_gt")
+class SigGateGT(GPS):
+    """SigGate-GT: :class:`GPS` whose global attention is gated (``gate``: ``output`` (G1),
+    ``value`` (G2) or ``logit`` (G3); see :class:`zoo.nn.GatedMultiheadAttention`). Every other
+    keyword is a :class:`GPS` argument.
+
+    >>> model = create_model("siggate_gt", num_outputs=1, gate="output", heads=8)  # doctest: +SKIP
+    """
+
+    def __init__(self, num_outputs: int = 1, *, gate: str = "output", gate_per_head: bool = True,
+                 gate_activation: str = "sigmoid", gate_bias_init: float = 0.5, **gps_arguments):
+        if gate not in GATED:
+            raise ValueError(f"gate must be one of {GATED}, got {gate!r}; the ungated model is registered as 'gps'")
+        # read by GPS.__init__ through _gate_options while it builds the layers
+        self._gate = dict(gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
+                          gate_bias_init=gate_bias_init)
+        super().__init__(num_outputs, **gps_arguments)
+
+    def _gate_options(self) -> dict:
+        return self._gate

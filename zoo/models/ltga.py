@@ -5,17 +5,20 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from zoo.models.capabilities import HasIndexParameters, HasLTGALayers
 from zoo.models.registry import register_model
 from zoo.nn.ltga_conv import LTGAConv
 
 
 @register_model("ltga")
-class LTGA(nn.Module):
+class LTGA(HasIndexParameters, HasLTGALayers, nn.Module):
     """``layers`` LTGAConv layers, ELU between them, heads concatenated inside and averaged at the
     output (the seed paper's backbone). ``q_mode="global"`` shares one index logit by all layers.
-    ``sparse_features=True`` feeds the first layer the features as a sparse tensor (the same
-    function and dropout masks, a sparse matmul: much faster on bag-of-words features such as
-    CiteSeer's 3703 columns at 0.85% density; float rounding differs from the dense path).
+    ``q`` is the fixed index (``q_mode="fixed"``), ``delta`` the reach of a learned one
+    (``q = 1 + delta * tanh(a)``), ``alpha`` the entmax index. ``sparse_features=True`` feeds the
+    first layer the features as a sparse tensor (the same function and dropout masks, a sparse
+    matmul: much faster on bag-of-words features such as CiteSeer's 3703 columns at 0.85%
+    density; float rounding differs from the dense path).
 
     >>> model = create_model("ltga", in_feats=1433, num_classes=7, q_mode="edge")  # doctest: +SKIP
     """
@@ -38,18 +41,18 @@ class LTGA(nn.Module):
                                    for size in in_sizes[:-1])
         self.out = LTGAConv(in_sizes[-1], num_classes, heads, **common)
 
-    def layers(self) -> list[LTGAConv]:
+    def ltga_layers(self) -> list[LTGAConv]:
         """All LTGA layers, input first."""
         return [*self.convs, self.out]
 
     def index_parameters(self) -> list[nn.Parameter]:
         """Parameters of q (or of a capacity-matched control), for their own optimiser."""
         params = [self.shared_q_logit] if self.shared_q_logit is not None else []
-        return params + [p for conv in self.layers() for p in conv.index_parameters()]
+        return params + [p for conv in self.ltga_layers() for p in conv.index_parameters()]
 
     def q_values(self) -> list[torch.Tensor]:
         """The q each layer used in the last forward (tensors keep their graph, for the prior)."""
-        return [conv.last_q for conv in self.layers() if torch.is_tensor(conv.last_q)]
+        return [conv.last_q for conv in self.ltga_layers() if torch.is_tensor(conv.last_q)]
 
     def forward(self, graph, features: torch.Tensor) -> torch.Tensor:
         h = features.to_sparse() if self.sparse_features and not features.is_sparse else features

@@ -54,16 +54,22 @@ def _builder(name: str):
 
 
 def model_arguments(name: str) -> dict[str, type]:
-    """The recipe-settable keyword arguments of a model and their annotated types."""
+    """The recipe-settable keyword arguments of a model and their annotated types. A class
+    constructor that takes ``**kwargs`` passes them to its parent class, whose arguments are then
+    the class's too (e.g. ``siggate_gt`` = ``gps`` + the gate)."""
     builder = _builder(name)
-    target = builder.__init__ if inspect.isclass(builder) else builder
-    hints = get_type_hints(target)
-    params = inspect.signature(target).parameters
-    return {
-        p: hints.get(p, object)
-        for p, param in params.items()
-        if p not in ("self", *DATA_ARGUMENTS) and param.default is not inspect.Parameter.empty
-    }
+    targets = [builder]
+    if inspect.isclass(builder):
+        targets = [vars(cls)["__init__"] for cls in builder.__mro__ if "__init__" in vars(cls)]
+    arguments: dict[str, type] = {}
+    for target in targets:
+        hints, params = get_type_hints(target), inspect.signature(target).parameters
+        arguments.update({p: hints.get(p, object) for p, param in params.items()
+                          if p not in ("self", *DATA_ARGUMENTS, *arguments)
+                          and param.default is not inspect.Parameter.empty})
+        if not any(param.kind is param.VAR_KEYWORD for param in params.values()):
+            break
+    return arguments
 
 
 def create_model(name: str, **kwargs) -> torch.nn.Module:

@@ -31,6 +31,7 @@ from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.recipe import build_recipe, parse_seeds
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
+from zoo.models.capabilities import HasHead, HasPositionalEncodings
 from zoo.models.pretrained import save_pretrained
 from zoo.transfer.prediction import TransferError, resolve_model
 
@@ -75,10 +76,10 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
     path = Path(data)
     _check_columns(path, smiles_col, target_cols)
     parent = resolve_model(pretrained)
-    if not (callable(getattr(parent, "reset_head", None)) and hasattr(parent, "head")):
-        raise TransferError(f"architecture {parent.card.get('architecture')!r} has no .head and reset_head(); "
-                            "fine-tuning needs a graph model with a replaceable head such as siggate_gt")
-    pe = parent.pe_spec() if hasattr(parent, "pe_spec") else None
+    if not isinstance(parent, HasHead):
+        raise TransferError(f"architecture {parent.card.get('architecture')!r} has no replaceable head (HasHead); "
+                            "fine-tuning needs a graph model with one, such as siggate_gt or gps")
+    pe = parent.pe_spec() if isinstance(parent, HasPositionalEncodings) else None
     origin = "from scratch" if from_scratch else _parent_record(pretrained, parent.card)
     recipe = _recipe(parent.card, path, graph_task, epochs, seeds, lr, batch_size)
     options = {"smiles_col": smiles_col, "target_cols": target_cols, "task": task, "split": split, "epochs": epochs,

@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from zoo.data.cards import DatasetError
 from zoo.data.molecules import BadSmiles, InvalidSmilesError, check_featurizer_spec, featurize_smiles, format_report
 from zoo.data.positional import add_positional_encodings
+from zoo.models.capabilities import HasPositionalEncodings
 from zoo.models.pretrained import load_pretrained
 
 
@@ -90,7 +91,7 @@ def predict(model, smiles: Sequence[str] | str, *, batch_size: int = 128, strict
             f"{len(report)} of {len(smiles)} SMILES cannot be featurized ({why}):\n{format_report(report)}\n"
             "Fix or remove them" + (", or pass strict=False to skip them." if strict else ".")
         )
-    if hasattr(model, "pe_spec"):
+    if isinstance(model, HasPositionalEncodings):
         add_positional_encodings(graphs, model.pe_spec(), progress=progress)
     device = next(model.parameters()).device
     model.eval()
