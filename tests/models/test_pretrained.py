@@ -9,6 +9,7 @@ import safetensors.torch
 import torch
 
 import zoo
+from tests.tools.tool_loader import load_tool
 from tools.benchmarks.models import random_molecules
 from zoo.data import FEATURIZER_SPEC
 from zoo.models import create_model
@@ -134,6 +135,21 @@ def test_an_edited_card_is_refused_naming_the_card(tmp_path, edit):
     edit(card)
     (tmp_path / "m.json").write_text(json.dumps(card, indent=2))
     _refusal(path, rf"the model card {tmp_path / 'm.json'} changed since it was written .*a field was edited")
+
+
+def test_predict_and_finetune_refuse_an_edited_card_with_one_line(tmp_path, capsys):
+    path = save_pretrained(_tiny(), _card(featurizer=FEATURIZER_SPEC, metrics={"test": {"mae": 0.5}}),
+                           tmp_path / "m.safetensors")
+    card = json.loads((tmp_path / "m.json").read_text())
+    card["metrics"]["test"]["mae"] = 0.0001
+    (tmp_path / "m.json").write_text(json.dumps(card, indent=2))
+    (tmp_path / "d.csv").write_text("smiles,y\nCCO,1\nCCN,2\nCCC,3\n")
+    for tool, argv in (("predict", ["--model", str(path), "--out", str(tmp_path / "p.csv")]),
+                       ("finetune", ["--pretrained", str(path), "--target-cols", "y", "--out", str(tmp_path / "ft")])):
+        assert load_tool(tool).main([*argv, "--data", str(tmp_path / "d.csv"), "--quiet"]) == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(err) == 1 and f"the model card {tmp_path / 'm.json'} changed" in err[0], err
+    assert not (tmp_path / "p.csv").exists() and not (tmp_path / "ft").exists()
 
 
 def _tamper_weights(path):
