@@ -1,5 +1,6 @@
 """Strict recipe schema: errors name the bad key and the nearest valid one; ``base:`` chains."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -43,10 +44,31 @@ def test_overrides_and_epoch_cap_change_the_hash():
     ({**BASE, "optim": {"lr": float("nan")}}, "optim.lr is nan; it must be a finite number"),
     ({**BASE, "optim": {"weight_decay": "-1e-4"}}, "optim.weight_decay is -0.0001; it must be >= 0.0"),
     ({**BASE, "model": {"name": "gat", "dropout": float("inf")}}, "model.dropout is inf; it must be a finite number"),
+    ({**BASE, "model": {"name": "gat", "dropout": 2.0}}, "model.dropout is 2.0; it must be in [0, 1)"),
+    ({**BASE, "model": {"name": "gat", "heads": 0}}, "model.heads is 0; it must be >= 1"),
+    ({**BASE, "model": {"name": "ltga", "delta": 0}}, "model.delta is 0.0; it must be in (0, 1]"),
+    ({**BASE, "model": {"name": "ltga", "q": -1}}, "model.q is -1.0; it must be > 0"),
+    ({**BASE, "model": {"name": "gps", "dim": 64, "heads": 5}},
+     "model (gps): dim must be a positive multiple of heads, got dim=64, heads=5"),
+    ({**BASE, "model": {"name": "siggate_gt", "gate": "none"}}, "the ungated model is registered as 'gps'"),
+    ({**BASE, "model": {"name": "ltga", "control": "edge_bias"}}, "model (ltga): control='edge_bias' is a softmax"),
 ])
 def test_schema_errors(raw, message):
-    with pytest.raises(RecipeError, match=message.replace("(", r"\(").replace("[", r"\[")):
+    with pytest.raises(RecipeError, match=re.escape(message)):
         build_recipe(raw)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("model.dropout=2.0", "model.dropout is 2.0; it must be in [0, 1)"),
+    ("model.heads=0", "model.heads is 0; it must be >= 1"),
+])
+def test_train_refuses_an_out_of_range_model_argument_before_any_run_folder(override, message, tmp_path, capsys):
+    from tests.tools.tool_loader import load_tool
+
+    runs = tmp_path / "runs"
+    code = load_tool("train").main([str(RECIPES / "cora_gat.yaml"), "--set", override, "--out", str(runs)])
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"error: {message}\n" and not runs.exists()
 
 
 def test_file_errors(tmp_path):

@@ -131,8 +131,8 @@ def test_gps_is_siggate_gt_without_the_gate():
 def test_registry_round_trip(molecules):
     assert "siggate_gt" in list_models()
     args = model_arguments("siggate_gt")
-    assert args["pe"] is str and args["lap_k"] is int and args["gate_per_head"] is bool
-    assert args["gate_bias_init"] is float and args["ffn_ratio"] is int
+    assert args["pe"].type is str and args["lap_k"].type is int and args["gate_per_head"].type is bool
+    assert args["gate_bias_init"].type is float and args["ffn_ratio"].type is int
     model = create_model("siggate_gt", num_outputs=3, gate="value", **SMALL).eval()
     assert isinstance(model, SigGateGT) and model.pe_spec() == {"lap_k": LAP_K, "rwse_k": RWSE_K}
     gates = [layer.attn for layer in model.gps_layers()]
@@ -162,7 +162,7 @@ def test_ffn_dim_widens_the_ffn_by_hand_count():
     small = {**SMALL, "pe": "rwse"}  # per layer the FFN is Linear(32, W) + Linear(W, 32)
     wider = count(GPS, ffn_dim=70, **small) - count(GPS, **small)
     assert wider == SMALL["layers"] * (70 - 64) * (32 + 1 + 32)
-    with pytest.raises(ValueError, match="ffn_dim"):
+    with pytest.raises(ValueError, match="ffn_dim is -1; it must be >= 0"):
         GPS(ffn_dim=-1, **small)
 
 

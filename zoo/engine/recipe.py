@@ -14,7 +14,8 @@ its own file name.
 
 Every key is checked, in every file of the chain: an unknown or misspelt key raises
 :class:`RecipeError` naming the file, the key and the nearest valid key. Model keys are checked
-against the registered model's constructor.
+against the registered model's constructor, and their values against its declared ranges
+(``model.dropout is 2.0; it must be in [0, 1)``) and its own checks, before any run folder exists.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from typing import Any, get_type_hints
 
 import yaml
 
-from zoo.models.registry import model_arguments
+from zoo.models.registry import check_model_arguments, model_arguments
 
 
 class RecipeError(ValueError):
@@ -290,7 +291,15 @@ def _check_model(model: Any) -> dict:
     checked = {"name": model["name"]}
     for key, value in model.items():
         if key != "name":
-            checked[key] = _coerce(value, arguments[key], f"model.{key}")
+            checked[key] = _coerce(value, arguments[key].type, f"model.{key}")
+            try:
+                arguments[key].check(f"model.{key}", checked[key])
+            except ValueError as err:
+                raise RecipeError(str(err)) from None
+    try:  # the constructor's own checks across arguments, e.g. dim a multiple of heads
+        check_model_arguments(checked["name"], **{k: v for k, v in checked.items() if k != "name"})
+    except (TypeError, ValueError) as err:
+        raise RecipeError(f"model ({checked['name']}): {err}") from None
     return checked
 
 

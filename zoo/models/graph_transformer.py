@@ -21,12 +21,15 @@ as in GraphGPS.
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import dgl
 import torch
 from dgl.nn import AvgPooling, SumPooling
 from torch import nn
 
 from zoo.models.capabilities import HasGPSLayers, HasHead, HasPositionalEncodings
+from zoo.models.constraints import AtLeast, Count, DropoutRate
 from zoo.models.registry import register_model
 from zoo.nn.encoders import BondEncoder, NodeFeatureEncoder, TypeDictEncoder
 from zoo.nn.gated_attention import GATES
@@ -37,6 +40,7 @@ PE_PARTS = ("lap", "rwse")
 LAP_ENCODERS = ("signnet", "deepset")
 POOLS = {"mean": AvgPooling, "sum": SumPooling}
 GATED = tuple(gate for gate in GATES if gate != "none")
+Types = Annotated[int, AtLeast(0)]  # size of a type dictionary; 0 = OGB features
 
 
 def _parse_pe(pe: str) -> tuple[str, ...]:
@@ -66,25 +70,18 @@ class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
     {'lap_k': 8, 'rwse_k': 20}
     """
 
-    def __init__(self, num_outputs: int = 1, dim: int = 64, heads: int = 8, layers: int = 10,
-                 local: str = "gatedgcn", dropout: float = 0.0, attn_dropout: float = 0.5, norm: str = "batch",
-                 pool: str = "mean", pe: str = "lap+rwse", lap_k: int = 8, lap_encoder: str = "signnet",
-                 dim_pe: int = 16, rwse_k: int = 20, atom_types: int = 0, bond_types: int = 0, ffn_ratio: int = 2,
-                 head_layers: int = 2, ffn_dim: int = 0):
+    def __init__(self, num_outputs: Count = 1, dim: Count = 64, heads: Count = 8, layers: Count = 10,
+                 local: str = "gatedgcn", dropout: DropoutRate = 0.0, attn_dropout: DropoutRate = 0.5,
+                 norm: str = "batch", pool: str = "mean", pe: str = "lap+rwse", lap_k: Count = 8,
+                 lap_encoder: str = "signnet", dim_pe: Count = 16, rwse_k: Count = 20, atom_types: Types = 0,
+                 bond_types: Types = 0, ffn_ratio: Count = 2, head_layers: Count = 2,
+                 ffn_dim: Annotated[int, AtLeast(0)] = 0):
         super().__init__()
         parts = _parse_pe(pe)
         if lap_encoder not in LAP_ENCODERS:
             raise ValueError(f"lap_encoder must be one of {LAP_ENCODERS}, got {lap_encoder!r}")
         if pool not in POOLS:
             raise ValueError(f"pool must be one of {tuple(POOLS)}, got {pool!r}")
-        if min(num_outputs, layers, head_layers) < 1:
-            raise ValueError(
-                f"num_outputs, layers and head_layers must be >= 1, got {num_outputs}, {layers}, {head_layers}"
-            )
-        if ("lap" in parts and lap_k < 1) or ("rwse" in parts and rwse_k < 1):
-            raise ValueError(f"pe={pe!r} needs lap_k/rwse_k >= 1, got lap_k={lap_k}, rwse_k={rwse_k}")
-        if min(atom_types, bond_types) < 0:
-            raise ValueError(f"atom_types and bond_types must be >= 0, got {atom_types}, {bond_types}")
         self.pe, self.lap_k, self.rwse_k, self.lap_encoder = pe, lap_k, rwse_k, lap_encoder
 
         lap_pe = None
@@ -170,7 +167,7 @@ class SigGateGT(GPS):
     >>> model = create_model("siggate_gt", num_outputs=1, gate="output", heads=8)  # doctest: +SKIP
     """
 
-    def __init__(self, num_outputs: int = 1, *, gate: str = "output", gate_per_head: bool = True,
+    def __init__(self, num_outputs: Count = 1, *, gate: str = "output", gate_per_head: bool = True,
                  gate_activation: str = "sigmoid", gate_bias_init: float = 0.5, **gps_arguments):
         if gate not in GATED:
             raise ValueError(f"gate must be one of {GATED}, got {gate!r}; the ungated model is registered as 'gps'")

@@ -1,11 +1,14 @@
 """The LTGA node classifier: the GATv2 backbone with :class:`zoo.nn.LTGAConv` layers."""
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from zoo.models.capabilities import HasIndexParameters, HasLTGALayers
+from zoo.models.constraints import AtLeast, Count, DropoutRate, Interval, NonNegative
 from zoo.models.registry import register_model
 from zoo.nn.ltga_conv import LTGAConv
 
@@ -23,14 +26,15 @@ class LTGA(HasIndexParameters, HasLTGALayers, nn.Module):
     >>> model = create_model("ltga", in_feats=1433, num_classes=7, q_mode="edge")  # doctest: +SKIP
     """
 
-    def __init__(self, in_feats: int, num_classes: int, hidden: int = 64, heads: int = 8, layers: int = 2,
-                 dropout: float = 0.4, attn_dropout: float = 0.4, negative_slope: float = 0.2,
-                 normaliser: str = "qsoftmax", q_mode: str = "head", q: float = 1.0, delta: float = 1.0,
-                 alpha: float = 1.5, control: str = "none", scoring: str = "gatv2", sparse_features: bool = False):
+    def __init__(self, in_feats: Count, num_classes: Count, hidden: Count = 64, heads: Count = 8, layers: Count = 2,
+                 dropout: DropoutRate = 0.4, attn_dropout: DropoutRate = 0.4, negative_slope: NonNegative = 0.2,
+                 normaliser: str = "qsoftmax", q_mode: str = "head",
+                 q: Annotated[float, Interval(0, low_open=True)] = 1.0,
+                 delta: Annotated[float, Interval(0, 1, low_open=True)] = 1.0,
+                 alpha: Annotated[float, AtLeast(1)] = 1.5, control: str = "none", scoring: str = "gatv2",
+                 sparse_features: bool = False):
         super().__init__()
         self.sparse_features = bool(sparse_features)
-        if layers < 1 or heads < 1:
-            raise ValueError(f"layers and heads must be >= 1, got layers={layers}, heads={heads}")
         shared = nn.Parameter(torch.zeros(())) if q_mode == "global" and normaliser == "qsoftmax" else None
         self.shared_q_logit = shared
         common = dict(normaliser=normaliser, q_mode=q_mode, q=q, delta=delta, alpha=alpha, shared_q_logit=shared,

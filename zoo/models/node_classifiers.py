@@ -10,6 +10,7 @@ from dgl.nn import GATConv, GATv2Conv, GraphConv
 from torch import nn
 from torch.nn import functional as F
 
+from zoo.models.constraints import Count, DropoutRate, NonNegative
 from zoo.models.registry import register_model
 
 
@@ -17,7 +18,8 @@ from zoo.models.registry import register_model
 class GCN(nn.Module):
     """Kipf & Welling GCN: ``layers`` GraphConv layers (symmetric normalisation), ELU, dropout."""
 
-    def __init__(self, in_feats: int, num_classes: int, hidden: int = 64, layers: int = 2, dropout: float = 0.4):
+    def __init__(self, in_feats: Count, num_classes: Count, hidden: Count = 64, layers: Count = 2,
+                 dropout: DropoutRate = 0.4):
         super().__init__()
         sizes = [in_feats] + [hidden] * (layers - 1) + [num_classes]
         self.convs = nn.ModuleList(GraphConv(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
@@ -39,8 +41,6 @@ class _MultiHeadAttentionNet(nn.Module):
 
     def __init__(self, in_feats, num_classes, hidden, heads, layers, dropout, attn_dropout, negative_slope):
         super().__init__()
-        if layers < 1 or heads < 1:
-            raise ValueError(f"layers and heads must be >= 1, got layers={layers}, heads={heads}")
         in_sizes = [in_feats] + [hidden * heads] * (layers - 1)
         common = dict(feat_drop=dropout, attn_drop=attn_dropout, negative_slope=negative_slope)
         self.convs = nn.ModuleList(
@@ -61,8 +61,9 @@ class GAT(_MultiHeadAttentionNet):
 
     conv_class = GATConv
 
-    def __init__(self, in_feats: int, num_classes: int, hidden: int = 64, heads: int = 8, layers: int = 2,
-                 dropout: float = 0.4, attn_dropout: float = 0.4, negative_slope: float = 0.2):
+    def __init__(self, in_feats: Count, num_classes: Count, hidden: Count = 64, heads: Count = 8,
+                 layers: Count = 2, dropout: DropoutRate = 0.4, attn_dropout: DropoutRate = 0.4,
+                 negative_slope: NonNegative = 0.2):
         super().__init__(in_feats, num_classes, hidden, heads, layers, dropout, attn_dropout, negative_slope)
 
 
@@ -72,6 +73,7 @@ class GATv2(_MultiHeadAttentionNet):
 
     conv_class = GATv2Conv
 
-    def __init__(self, in_feats: int, num_classes: int, hidden: int = 64, heads: int = 8, layers: int = 2,
-                 dropout: float = 0.4, attn_dropout: float = 0.4, negative_slope: float = 0.2):
+    def __init__(self, in_feats: Count, num_classes: Count, hidden: Count = 64, heads: Count = 8,
+                 layers: Count = 2, dropout: DropoutRate = 0.4, attn_dropout: DropoutRate = 0.4,
+                 negative_slope: NonNegative = 0.2):
         super().__init__(in_feats, num_classes, hidden, heads, layers, dropout, attn_dropout, negative_slope)

@@ -1,23 +1,50 @@
 """A timm-style model registry: one decorator per architecture, no global config; it also lists
-the shipped pretrained checkpoints (loaded by :mod:`zoo.models.pretrained`)."""
+the shipped pretrained checkpoints (loaded by :mod:`zoo.models.pretrained`).
+
+A model's keyword arguments are its recipe keys. An argument annotated with a range
+(``Annotated[float, Interval(0, 1, high_open=True)]``, see :mod:`zoo.models.constraints`) is
+checked whenever the model is built; :func:`model_arguments` reports type, default and range.
+"""
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import functools
 import inspect
+import typing
 from pathlib import Path
-from typing import Callable, get_type_hints
+from typing import Any, Callable
 
 import torch
+
+from zoo.models.constraints import Interval
 
 _MODELS: dict[str, Callable[..., torch.nn.Module]] = {}
 PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
 
 # Arguments a trainer fills in from the data, never from a recipe.
 DATA_ARGUMENTS = ("in_feats", "num_classes", "num_outputs")
+REQUIRED = inspect.Parameter.empty
+
+
+@dataclasses.dataclass(frozen=True)
+class Argument:
+    """A model's keyword argument: its type, its default (:data:`REQUIRED` if none) and its ranges."""
+
+    type: Any
+    default: Any = REQUIRED
+    ranges: tuple[Interval, ...] = ()
+
+    def check(self, key: str, value) -> None:
+        """Raise ``ValueError("<key> is <value>; it must be <range>")`` if ``value`` is out of range."""
+        for valid in self.ranges:
+            if isinstance(value, (int, float)) and value not in valid:
+                raise ValueError(f"{key} is {value!r}; it must be {valid}")
 
 
 def register_model(name: str):
-    """Register a model class (or factory) under ``name``.
+    """Register a model class (or factory) under ``name``; its declared argument ranges are
+    checked on every construction.
 
     >>> @register_model("my_gcn")           # doctest: +SKIP
     ... class MyGCN(torch.nn.Module): ...
@@ -26,10 +53,64 @@ def register_model(name: str):
     def decorate(builder):
         if name in _MODELS:
             raise ValueError(f"model {name!r} is registered twice")
+        builder = _checked(builder)
         _MODELS[name] = builder
         return builder
 
     return decorate
+
+
+def _checked(builder):
+    """``builder`` whose constructor (or the factory itself) first checks the declared ranges."""
+    target = builder.__init__ if inspect.isclass(builder) else builder
+    signature = inspect.signature(target)
+    forwarded = next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
+
+    @functools.wraps(target)
+    def checked(*args, **kwargs):
+        values = signature.bind(*args, **kwargs).arguments
+        values = {**values, **values.pop(forwarded, {})}
+        arguments = _arguments(builder)
+        for key, value in values.items():
+            if key in arguments:
+                arguments[key].check(key, value)
+        return target(*args, **kwargs)
+
+    if inspect.isclass(builder):
+        builder.__init__ = checked
+        return builder
+    return checked
+
+
+@functools.lru_cache(maxsize=None)
+def _arguments(builder) -> dict[str, Argument]:
+    """Every named argument of a builder. A class constructor that takes ``**kwargs`` passes them
+    to its parent class, whose arguments are then the class's too (e.g. ``siggate_gt`` = ``gps`` + gate)."""
+    if not inspect.isclass(builder):
+        return _own_arguments(builder)
+    arguments: dict[str, Argument] = {}
+    for cls in builder.__mro__:
+        if "__init__" in vars(cls):
+            init = vars(cls)["__init__"]
+            arguments.update({k: v for k, v in _own_arguments(init).items() if k not in arguments})
+            if not any(p.kind is p.VAR_KEYWORD for p in inspect.signature(init).parameters.values()):
+                break
+    return arguments
+
+
+def _own_arguments(function) -> dict[str, Argument]:
+    hints = typing.get_type_hints(function, include_extras=True)
+    arguments = {}
+    for key, param in inspect.signature(function).parameters.items():
+        if key == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        hint = hints.get(key, object)
+        ranges = ()
+        if typing.get_origin(hint) is typing.Annotated:
+            ranges = tuple(m for m in hint.__metadata__ if isinstance(m, Interval))
+            hint = typing.get_args(hint)[0]
+        arguments[key] = Argument(hint, param.default, ranges)
+    return arguments
 
 
 def list_models(pretrained: bool = False) -> list[str]:
@@ -53,23 +134,30 @@ def _builder(name: str):
     return _MODELS[name]
 
 
-def model_arguments(name: str) -> dict[str, type]:
-    """The recipe-settable keyword arguments of a model and their annotated types. A class
-    constructor that takes ``**kwargs`` passes them to its parent class, whose arguments are then
-    the class's too (e.g. ``siggate_gt`` = ``gps`` + the gate)."""
-    builder = _builder(name)
-    targets = [builder]
-    if inspect.isclass(builder):
-        targets = [vars(cls)["__init__"] for cls in builder.__mro__ if "__init__" in vars(cls)]
-    arguments: dict[str, type] = {}
-    for target in targets:
-        hints, params = get_type_hints(target), inspect.signature(target).parameters
-        arguments.update({p: hints.get(p, object) for p, param in params.items()
-                          if p not in ("self", *DATA_ARGUMENTS, *arguments)
-                          and param.default is not inspect.Parameter.empty})
-        if not any(param.kind is param.VAR_KEYWORD for param in params.values()):
-            break
-    return arguments
+def model_arguments(name: str) -> dict[str, Argument]:
+    """The recipe-settable keyword arguments of a model: type, default and declared ranges.
+
+    >>> model_arguments("gat")["dropout"].ranges         # doctest: +SKIP
+    (Interval(low=0, high=1, low_open=False, high_open=True),)
+    """
+    return {key: argument for key, argument in _arguments(_builder(name)).items()
+            if key not in DATA_ARGUMENTS and argument.default is not REQUIRED}
+
+
+def data_arguments(name: str) -> tuple[str, ...]:
+    """The arguments of a model a trainer fills in from the data: ``in_feats`` and ``num_classes``
+    for a node classifier, ``num_outputs`` for a graph model."""
+    return tuple(key for key in _arguments(_builder(name)) if key in DATA_ARGUMENTS)
+
+
+def check_model_arguments(name: str, **kwargs) -> None:
+    """Check ``create_model(name, **kwargs)`` without building weights: the declared ranges, then
+    the constructor's own checks (e.g. ``dim`` a multiple of ``heads``) in a dry build on the meta
+    device (no memory, no random numbers). Data arguments not given are placeholders (1).
+    Raises the constructor's ``ValueError`` or ``TypeError``."""
+    placeholders = {key: 1 for key in data_arguments(name)}
+    with torch.device("meta"):
+        create_model(name, **{**placeholders, **kwargs})
 
 
 def create_model(name: str, **kwargs) -> torch.nn.Module:
