@@ -5,6 +5,8 @@ A checkpoint is two files with one stem: ``NAME.safetensors``, the weights (meta
 code when read. The card is a file of its own, not a string in the safetensors metadata, so that
 people can read, diff and review it as indented JSON (the shipped cards are reviewed in git), while
 the weights stay a plain safetensors file. Either path of the pair, or ``NAME`` in a folder, loads it.
+The weights are written first, then the card, each atomically: a kill between the two leaves a
+pair whose digests disagree, which is refused like any other mismatch.
 
 The card says how to rebuild the model (``architecture`` + ``model_args`` for :func:`create_model`),
 what it was trained on and how well it did. Integrity: the card's ``sha256`` record
