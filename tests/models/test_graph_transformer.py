@@ -64,6 +64,24 @@ def test_type_dict_inputs_without_pe():
     assert model(g).shape == (2, 2)
 
 
+def test_float_feature_inputs_read_dgllifes_graphs_through_linear_encoders():
+    from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, smiles_to_bigraph
+
+    g = dgl.batch([smiles_to_bigraph(s, node_featurizer=CanonicalAtomFeaturizer("feat"),
+                                     edge_featurizer=CanonicalBondFeaturizer("feat")) for s in SMILES])
+    model = GPS(num_outputs=3, pe="none", local="gine", atom_features=74, bond_features=12, **SMALL)
+    assert (model.node_encoder.atom.in_features, model.edge_encoder.in_features) == (74, 12)
+    out = model(g)
+    out.sum().backward()
+    assert out.shape == (3, 3) and model.node_encoder.atom.weight.grad.abs().sum() > 0
+    assert model.edge_encoder.weight.grad.abs().sum() > 0
+    g.ndata["feat"] = torch.zeros(g.num_nodes(), 9, dtype=torch.long)  # OGB's layout for a dgllife model
+    with pytest.raises(ValueError, match=r"features must be float \[\*, 74\]"):
+        model(g)
+    with pytest.raises(ValueError, match="bond_types=4 and bond_features=12 both given"):
+        GPS(bond_types=4, bond_features=12, **SMALL)
+
+
 def test_output_gate_parameters_and_zinc_budget():
     small = {**SMALL, "pe": "rwse"}
     assert count(SigGateGT, gate="output", **small) - count(GPS, **small) == 2 * (32 * 32 + 32)

@@ -1,9 +1,9 @@
-"""Atom/bond/type encoders and the node-feature combiner."""
+"""Atom/bond/type encoders, the linear encoder of float features and the node-feature combiner."""
 import dgl
 import pytest
 import torch
 
-from zoo.nn.encoders import AtomEncoder, BondEncoder, NodeFeatureEncoder, TypeDictEncoder
+from zoo.nn.encoders import AtomEncoder, BondEncoder, LinearFeatureEncoder, NodeFeatureEncoder, TypeDictEncoder
 from zoo.nn.positional_encoders import LapPEDeepSet, RWSEEncoder, SignNetLapPE
 
 
@@ -68,3 +68,37 @@ def test_node_feature_encoder_errors():
     enc = NodeFeatureEncoder(8, atom_types=3, rwse=RWSEEncoder(4, 2))
     with pytest.raises(ValueError, match="rwse tensor is required"):
         enc(None, torch.tensor([0, 1]))
+
+
+def test_linear_feature_encoder_on_dgllife_features():
+    from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, smiles_to_bigraph
+
+    g = smiles_to_bigraph("CC(=O)Oc1ccccc1C(=O)O", node_featurizer=CanonicalAtomFeaturizer("h"),
+                          edge_featurizer=CanonicalBondFeaturizer("e"), canonical_atom_order=False)
+    atoms, bonds = LinearFeatureEncoder(74, 8), LinearFeatureEncoder(12, 8)
+    x, e = g.ndata["h"], g.edata["e"]
+    torch.testing.assert_close(atoms(x), x @ atoms.weight.T + atoms.bias)
+    torch.testing.assert_close(bonds(e), e @ bonds.weight.T + bonds.bias)
+    assert atoms(x).shape == (13, 8) and bonds(e).shape == (26, 8)
+    torch.testing.assert_close(atoms.double()(x), atoms.double()(x.double()))  # the input follows the weights' dtype
+
+
+def test_linear_feature_encoder_rejects_other_layouts():
+    with pytest.raises(ValueError, match=r"features must be float \[\*, 74\].*got torch.int64 \(4, 9\)"):
+        LinearFeatureEncoder(74, 8)(torch.zeros(4, 9, dtype=torch.long))  # OGB's categorical layout
+    with pytest.raises(ValueError, match=r"got torch.float32 \(4, 12\)"):
+        LinearFeatureEncoder(74, 8)(torch.zeros(4, 12))
+    with pytest.raises(ValueError, match="in_features and dim must be >= 1"):
+        LinearFeatureEncoder(0, 8)
+
+
+def test_node_feature_encoder_reads_float_atom_features():
+    g = dgl.to_bidirected(dgl.graph(([0, 1], [1, 2])))
+    x, rwse = torch.rand(3, 74), torch.rand(3, 4)
+    enc = NodeFeatureEncoder(16, rwse=RWSEEncoder(4, 4), atom_features=74).eval()
+    assert isinstance(enc.atom, LinearFeatureEncoder) and enc.atom.out_features == 12
+    out = enc(g, x, rwse=rwse)
+    torch.testing.assert_close(out[:, :12], x @ enc.atom.weight.T + enc.atom.bias)
+    torch.testing.assert_close(out[:, 12:], enc.rwse(rwse))
+    with pytest.raises(ValueError, match="atom_types=28 .* and atom_features=74 .* both given"):
+        NodeFeatureEncoder(16, atom_types=28, atom_features=74)

@@ -9,8 +9,9 @@ Pipeline (GraphGPS's ``GPSModel`` layout)::
     y = MLP(pool(g, h))                        mean or sum readout, head_layers Linear layers
 
 Inputs on the (batched) graph: ``ndata["feat"]`` int64 ``[N, 9]`` (``ogb.utils.smiles2graph``)
-or ``[N]`` types (``atom_types > 0``), ``edata["feat"]`` int64 ``[E, 3]`` or ``[E]`` types
-(``bond_types > 0``), and the encodings named by :meth:`GPS.pe_spec`:
+or ``[N]`` types (``atom_types > 0``) or float ``[N, atom_features]``, ``edata["feat"]`` int64
+``[E, 3]`` or ``[E]`` types (``bond_types > 0``) or float ``[E, bond_features]``, and the encodings
+named by :meth:`GPS.pe_spec`:
 ``ndata["lap_eigvec"]``/``ndata["lap_eigval"]`` ``[N, lap_k]`` (NaN-padded for graphs with fewer
 than ``lap_k`` nodes) and ``ndata["rwse"]`` ``[N, rwse_k]``, computed by
 ``zoo.data.positional.add_positional_encodings``.
@@ -31,7 +32,7 @@ from torch import nn
 from zoo.models.capabilities import HasGPSLayers, HasHead, HasPositionalEncodings
 from zoo.models.constraints import AtLeast, Count, DropoutRate
 from zoo.models.registry import register_model
-from zoo.nn.encoders import BondEncoder, NodeFeatureEncoder, TypeDictEncoder
+from zoo.nn.encoders import BondEncoder, LinearFeatureEncoder, NodeFeatureEncoder, TypeDictEncoder
 from zoo.nn.gated_attention import GATES
 from zoo.nn.gps_layer import GPSLayer
 from zoo.nn.positional_encoders import LapPEDeepSet, RWSEEncoder, SignNetLapPE
@@ -60,7 +61,9 @@ class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
     ``"lap"``, ``"rwse"`` or ``"none"``; each enabled encoding is ``dim_pe`` wide and the atom
     embedding takes the rest of ``dim``. ``lap_encoder`` is ``"signnet"`` (reads ``lap_eigvec``)
     or ``"deepset"`` (``lap_eigvec`` and ``lap_eigval``). ``atom_types``/``bond_types`` > 0
-    switch from the OGB encoders to type dictionaries (canonical ZINC: 28 and 4). ``ffn_ratio``
+    switch from the OGB encoders to type dictionaries (canonical ZINC: 28 and 4);
+    ``atom_features``/``bond_features`` > 0, which a trainer fills from the data's featurizer
+    (dgllife's: 74 and 12), to a linear layer on float feature vectors. ``ffn_ratio``
     is an integer, as :class:`GPSLayer` takes it; ``ffn_dim`` > 0 sets the FFN width directly
     (e.g. to match a gated model's parameter count). The head has ``head_layers`` Linear layers,
     ``dim`` wide with ReLU between them. ``dim`` must be a multiple of ``heads``.
@@ -75,7 +78,8 @@ class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
                  norm: str = "batch", pool: str = "mean", pe: str = "lap+rwse", lap_k: Count = 8,
                  lap_encoder: str = "signnet", dim_pe: Count = 16, rwse_k: Count = 20, atom_types: Types = 0,
                  bond_types: Types = 0, ffn_ratio: Count = 2, head_layers: Count = 2,
-                 ffn_dim: Annotated[int, AtLeast(0)] = 0):
+                 ffn_dim: Annotated[int, AtLeast(0)] = 0, atom_features: Annotated[int, AtLeast(0)] = 0,
+                 bond_features: Annotated[int, AtLeast(0)] = 0):
         super().__init__()
         parts = _parse_pe(pe)
         if lap_encoder not in LAP_ENCODERS:
@@ -88,10 +92,15 @@ class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
         if "lap" in parts:
             lap_pe = SignNetLapPE(dim_pe) if lap_encoder == "signnet" else LapPEDeepSet(dim_pe)
         rwse = RWSEEncoder(rwse_k, dim_pe) if "rwse" in parts else None
-        self.node_encoder = NodeFeatureEncoder(dim, atom_types=atom_types or None, lap_pe=lap_pe, rwse=rwse)
+        self.node_encoder = NodeFeatureEncoder(dim, atom_types=atom_types or None, lap_pe=lap_pe, rwse=rwse,
+                                               atom_features=atom_features or None)
+        if bond_types and bond_features:
+            raise ValueError(f"bond_types={bond_types} and bond_features={bond_features} both given; "
+                             "the bonds have one layout")
         self.edge_encoder = None
         if local != "none":
-            self.edge_encoder = TypeDictEncoder(bond_types, dim) if bond_types else BondEncoder(dim)
+            self.edge_encoder = (LinearFeatureEncoder(bond_features, dim) if bond_features
+                                 else TypeDictEncoder(bond_types, dim) if bond_types else BondEncoder(dim))
         self.blocks = nn.ModuleList(
             GPSLayer(dim, heads, local=local, dropout=dropout, attn_dropout=attn_dropout, norm=norm,
                      ffn_ratio=ffn_ratio, ffn_dim=ffn_dim, **self._gate_options())

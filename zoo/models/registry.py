@@ -22,8 +22,9 @@ from zoo.models.constraints import Interval
 _MODELS: dict[str, Callable[..., torch.nn.Module]] = {}
 PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
 
-# Arguments a trainer fills in from the data, never from a recipe.
-DATA_ARGUMENTS = ("in_feats", "num_classes", "num_outputs")
+# Arguments a trainer fills in from the data, never from a recipe, with the placeholder a dry build
+# uses (0 feature widths: the default, OGB's categorical features).
+DATA_ARGUMENTS = {"in_feats": 1, "num_classes": 1, "num_outputs": 1, "atom_features": 0, "bond_features": 0}
 REQUIRED = inspect.Parameter.empty
 
 
@@ -146,16 +147,17 @@ def model_arguments(name: str) -> dict[str, Argument]:
 
 def data_arguments(name: str) -> tuple[str, ...]:
     """The arguments of a model a trainer fills in from the data: ``in_feats`` and ``num_classes``
-    for a node classifier, ``num_outputs`` for a graph model."""
+    for a node classifier, ``num_outputs`` (and the featurizer's ``atom_features`` /
+    ``bond_features``) for a graph model."""
     return tuple(key for key in _arguments(_builder(name)) if key in DATA_ARGUMENTS)
 
 
 def check_model_arguments(name: str, **kwargs) -> None:
     """Check ``create_model(name, **kwargs)`` without building weights: the declared ranges, then
     the constructor's own checks (e.g. ``dim`` a multiple of ``heads``) in a dry build on the meta
-    device (no memory, no random numbers). Data arguments not given are placeholders (1).
-    Raises the constructor's ``ValueError`` or ``TypeError``."""
-    placeholders = {key: 1 for key in data_arguments(name)}
+    device (no memory, no random numbers). Data arguments not given are placeholders
+    (:data:`DATA_ARGUMENTS`). Raises the constructor's ``ValueError`` or ``TypeError``."""
+    placeholders = {key: DATA_ARGUMENTS[key] for key in data_arguments(name)}
     with torch.device("meta"):
         create_model(name, **{**placeholders, **kwargs})
 

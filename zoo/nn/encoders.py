@@ -1,8 +1,11 @@
-"""Input encoders: OGB atom/bond features, type dictionaries, and the node-feature combiner.
+"""Input encoders: OGB atom/bond features, float feature vectors, type dictionaries, and the
+node-feature combiner.
 
 * :class:`AtomEncoder` / :class:`BondEncoder`: OGB's encoders (``ogb.graphproppred.mol_encoder``,
   one embedding per categorical feature, summed) on the ``ogb.utils.smiles2graph`` spec of 9 atom
   and 3 bond features, with a shape check.
+* :class:`LinearFeatureEncoder`: a linear layer on float feature vectors, e.g. dgllife's
+  ``CanonicalAtomFeaturizer`` (74) and ``CanonicalBondFeaturizer`` (12) features.
 * :class:`TypeDictEncoder`: one embedding per canonical type (ZINC atom or bond types).
 * :class:`NodeFeatureEncoder`: atom embedding of ``dim - dim_pe`` concatenated with the LapPE
   and/or RWSE embeddings (GraphGPS's layout), ``dim`` in total.
@@ -58,6 +61,27 @@ class BondEncoder(mol_encoder.BondEncoder):
         return super().forward(e)
 
 
+class LinearFeatureEncoder(nn.Linear):
+    """Float feature vectors ``x`` ``[N, in_features]`` (e.g. dgllife's atom or bond
+    features) -> ``[N, dim]`` by one linear layer with bias; other shapes or integer features (an
+    OGB or type-index layout) are a ``ValueError`` naming both.
+
+    >>> LinearFeatureEncoder(74, 16)(torch.zeros(3, 74)).shape
+    torch.Size([3, 16])
+    """
+
+    def __init__(self, in_features: int, dim: int):
+        if in_features < 1 or dim < 1:
+            raise ValueError(f"in_features and dim must be >= 1, got in_features={in_features}, dim={dim}")
+        super().__init__(in_features, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 2 or x.shape[1] != self.in_features or not x.is_floating_point():
+            raise ValueError(f"features must be float [*, {self.in_features}] (the featurizer the model was built "
+                             f"for), got {x.dtype} {tuple(x.shape)}")
+        return super().forward(x.to(self.weight.dtype))
+
+
 class TypeDictEncoder(nn.Module):
     """Embedding of one categorical type per node or edge: ``types`` ``[N]`` or ``[N, 1]`` long -> ``[N, dim]``.
 
@@ -86,9 +110,10 @@ class TypeDictEncoder(nn.Module):
 class NodeFeatureEncoder(nn.Module):
     """Atom embedding concatenated with positional/structural embeddings, ``dim`` wide in all.
 
-    The atom part is an :class:`AtomEncoder` (``atom_types=None``, OGB spec) or a
-    :class:`TypeDictEncoder` over ``atom_types`` types, of width ``dim`` minus the ``dim_pe`` of
-    the given PE encoders. Output columns: ``[atom | lap_pe | rwse]``.
+    The atom part is an :class:`AtomEncoder` (OGB spec, the default), a :class:`TypeDictEncoder`
+    over ``atom_types`` types or a :class:`LinearFeatureEncoder` of ``atom_features`` float
+    features (at most one of the two), of width ``dim`` minus the ``dim_pe`` of the given PE
+    encoders. Output columns: ``[atom | lap_pe | rwse]``.
 
     ``forward(g, x, lap_eigvec=None, lap_eigval=None, rwse=None) -> [N, dim]``; pass the tensors
     the configured PE encoders need (``g`` is used by :class:`SignNetLapPE` only).
@@ -105,8 +130,12 @@ class NodeFeatureEncoder(nn.Module):
         atom_types: int | None = None,
         lap_pe: LapPEDeepSet | SignNetLapPE | None = None,
         rwse: RWSEEncoder | None = None,
+        atom_features: int | None = None,
     ):
         super().__init__()
+        if atom_types and atom_features:
+            raise ValueError(f"atom_types={atom_types} (a type dictionary) and atom_features={atom_features} "
+                             "(float features) both given; the atoms have one layout")
         if lap_pe is not None and not isinstance(lap_pe, (LapPEDeepSet, SignNetLapPE)):
             raise TypeError(f"lap_pe must be a LapPEDeepSet or SignNetLapPE, got {type(lap_pe).__name__}")
         if rwse is not None and not isinstance(rwse, RWSEEncoder):
@@ -115,7 +144,12 @@ class NodeFeatureEncoder(nn.Module):
         if dim - dim_pe < 1:
             raise ValueError(f"dim={dim} leaves no room for the atom embedding next to PE width {dim_pe}")
         self.dim = dim
-        self.atom = AtomEncoder(dim - dim_pe) if atom_types is None else TypeDictEncoder(atom_types, dim - dim_pe)
+        if atom_features:
+            self.atom = LinearFeatureEncoder(atom_features, dim - dim_pe)
+        elif atom_types:
+            self.atom = TypeDictEncoder(atom_types, dim - dim_pe)
+        else:
+            self.atom = AtomEncoder(dim - dim_pe)
         self.lap_pe, self.rwse = lap_pe, rwse
 
     def forward(self, g, x, lap_eigvec=None, lap_eigval=None, rwse=None) -> torch.Tensor:
