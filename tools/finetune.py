@@ -6,9 +6,12 @@
 
 Writes <out>/seed<k>/ (run files and model.safetensors with its card model.json) and <out>/metrics.json,
 and prints val/test metrics per seed and their mean +- sd. Empty target cells are missing labels.
+The CSV is featurized by the featurizer the checkpoint's card names.
 
-Exit codes: 0 done, 1 data error, 2 bad arguments (unknown checkpoint, missing column, bad labels),
-130 interrupted.
+Exit codes: 0 done, 1 the data cannot give a result (too few valid molecules, a split without a
+metric; with --strict an invalid SMILES), 2 bad input, one line naming it (an unknown checkpoint; a
+CSV that is missing, unreadable, empty, has a row longer than its header, lacks or repeats a column,
+or holds a target that is not a finite number; bad labels), 130 interrupted.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.analysis import format_summary  # noqa: E402
-from zoo.data import DatasetError  # noqa: E402
+from zoo.data import CsvError, DatasetError  # noqa: E402
 from zoo.engine import RecipeError  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 from zoo.models import PretrainedError  # noqa: E402
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                            epochs=args.epochs, seeds=parse_seeds(args.seeds), freeze_encoder=args.freeze_encoder,
                            from_scratch=args.from_scratch, lr=args.lr, batch_size=args.batch_size, out=args.out,
                            strict=args.strict, progress=not args.quiet)
-    except (TransferError, PretrainedError, RecipeError) as err:
+    except (TransferError, PretrainedError, RecipeError, CsvError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except DatasetError as err:

@@ -12,7 +12,8 @@ from zoo.data import DatasetError, FEATURIZER_SPEC, csv_card_file, load_card, lo
 from zoo.data import csv_source
 from zoo.data.csv_source import random_split
 from zoo.data.mirror import sha256_file
-from zoo.data.molecules import penalized_logp, smiles_to_graph
+from zoo.data.featurizers import smiles_to_graph
+from zoo.data.molecules import penalized_logp
 
 slow = pytest.mark.skipif(os.environ.get("ZOO_SLOW") != "1", reason="slow: set ZOO_SLOW=1")
 TOY = ["c1ccccc1C", "c1ccccc1O", "CCO", "C1CCCCC1N", "CC", "c1ccncc1", "C1CC", "CCCC", "c1ccccc1CC", "C1CCC1"]
@@ -114,7 +115,8 @@ def test_csv_card_needs_the_smiles_featurizer(tmp_path, monkeypatch):
                       target_columns=["y"])
     card = yaml.safe_load((tmp_path / "cards" / "toy.yaml").read_text())
     (tmp_path / "cards" / "toy.yaml").write_text(yaml.safe_dump({**card, "featurizer": "benchmarking-gnns-zinc-typedict"}))
-    with pytest.raises(DatasetError, match="a csv source is featurized with 'ogb-smiles2graph'"):
+    with pytest.raises(DatasetError, match="a csv source is featurized from SMILES, which "
+                                           "'benchmarking-gnns-zinc-typedict' does not do; use one of ogb-smiles2graph"):
         load_graph_dataset("toy", **roots)
 
 

@@ -1,86 +1,19 @@
-"""The OGB featurizer spec, SMILES CSV reading with its bad-row report, and penalized logP."""
+"""SMILES CSV reading with its bad-row report and its CSV errors, and penalized logP."""
 import csv
 import gzip
 import math
 import os
 import sys
 
-import numpy as np
 import pytest
 import torch
 from ogb.utils import smiles2graph
-from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
 from rdkit import Chem, RDConfig
 from rdkit.Chem import Crippen
 
 from zoo.data import DatasetError
-from zoo.data.molecules import (
-    FEATURIZER_SPEC,
-    InvalidSmilesError,
-    check_featurizer_spec,
-    penalized_logp,
-    read_smiles_csv,
-    smiles_problem,
-    smiles_to_graph,
-)
-
-SMILES = [
-    "CCO",
-    "C",  # one atom, no bonds
-    "[Na+].[Cl-]",  # two components, no bonds
-    "c1ccccc1C(=O)O",
-    "C[C@H](N)C(=O)O",  # chirality
-    "F/C=C/F",  # bond stereo
-    "O=[N+]([O-])c1ccc2[nH]ccc2c1",
-    "CC(C)(C)OC(=O)N1CCC[C@H]1C(=O)O",
-]
-
-
-@pytest.mark.parametrize("smiles", SMILES)
-def test_graph_equals_ogb_smiles2graph(smiles):
-    g = smiles_to_graph(smiles)
-    ref = smiles2graph(smiles)
-    assert g.ndata["feat"].dtype == torch.int64 and g.edata["feat"].dtype == torch.int64
-    assert g.ndata["feat"].shape == (ref["num_nodes"], 9)
-    assert g.edata["feat"].shape == (ref["edge_index"].shape[1], 3)
-    np.testing.assert_array_equal(g.ndata["feat"].numpy(), ref["node_feat"])
-    np.testing.assert_array_equal(g.edata["feat"].numpy(), ref["edge_feat"])
-    np.testing.assert_array_equal(torch.stack(g.edges()).numpy(), ref["edge_index"])
-
-
-def test_featurizer_spec():
-    assert FEATURIZER_SPEC["name"] == "ogb-smiles2graph"
-    assert FEATURIZER_SPEC["atom_feature_dims"] == list(get_atom_feature_dims())
-    assert FEATURIZER_SPEC["bond_feature_dims"] == list(get_bond_feature_dims())
-    assert len(FEATURIZER_SPEC["atom_feature_dims"]) == 9
-    assert len(FEATURIZER_SPEC["bond_feature_dims"]) == 3
-    check_featurizer_spec(dict(FEATURIZER_SPEC, ogb_version="1.0.0", rdkit_version="x"))
-    with pytest.raises(DatasetError, match="atom_feature_dims"):
-        check_featurizer_spec(dict(FEATURIZER_SPEC, atom_feature_dims=[28]))
-    with pytest.raises(DatasetError, match="name"):
-        check_featurizer_spec({"name": "benchmarking-gnns-zinc-typedict"})
-
-
-@pytest.mark.parametrize(
-    "smiles, reason",
-    [
-        ("", "empty SMILES"),
-        ("   ", "empty SMILES"),
-        ("C1CC", "syntax error"),
-        ("CX", "syntax error"),
-        ("C(C)(C)(C)(C)C", "valence"),
-        ("[H]", None),  # a lone explicit H is an atom
-    ],
-)
-def test_smiles_problems(smiles, reason):
-    problem = smiles_problem(smiles)
-    if reason is None:
-        assert problem is None
-        assert smiles_to_graph(smiles).num_nodes() == 1
-    else:
-        assert reason in problem
-        with pytest.raises(InvalidSmilesError, match="Cannot featurize"):
-            smiles_to_graph(smiles)
+from zoo.data.featurizers import DgllifeFeaturizer, InvalidSmilesError
+from zoo.data.molecules import CsvError, featurize_smiles, penalized_logp, read_smiles_csv
 
 
 def _write_csv(path, rows, header=("smiles", "y1", "y2")):
@@ -194,3 +127,37 @@ def test_a_csv_that_is_not_utf8_is_a_named_error(tmp_path):
     path.write_bytes("smiles,name\nCCO,caf\xe9\n".encode("cp1252"))
     with pytest.raises(DatasetError, match="cannot be read as a UTF-8 CSV"):
         read_smiles_csv(path, "smiles", [], progress=False)
+
+
+def test_read_csv_uses_the_featurizer_it_is_given(tmp_path):
+    path = _write_csv(tmp_path / "m.csv", [["CCO", 1, 2], ["C1CC", 1, 2], ["c1ccccc1", 3, 4]])
+    table = read_smiles_csv(path, "smiles", ["y1"], progress=False, featurizer=DgllifeFeaturizer())
+    assert [tuple(g.ndata["feat"].shape) for g in table.graphs] == [(3, 74), (6, 74)]
+    assert table.graphs[1].edata["feat"].dtype == torch.float32 and table.graphs[1].num_edges() == 12
+    ogb = read_smiles_csv(path, "smiles", ["y1"], progress=False)  # the default: OGB's layout
+    torch.testing.assert_close(ogb.graphs[0].ndata["feat"], torch.from_numpy(smiles2graph("CCO")["node_feat"]))
+    graphs, kept, problems = featurize_smiles(["C", "", "CC"], DgllifeFeaturizer(), progress=False)
+    assert kept == [0, 2] and problems == [(1, "", "empty SMILES")] and graphs[0].edata["feat"].shape == (0, 12)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("smiles,y1\nCCO,1\nCN,2,7\n", "row 1 (line 3) has 3 cells but the header has 2 columns"),
+    ("smiles,y1,y1\nCCO,1,2\nCN,2,3\n", "the header names column 'y1' 2 times (columns [2, 3])"),
+    ("smiles,y1\nCCO,1\nCN,inf\n", "line 3: target column 'y1' holds 'inf', which is not a finite number"),
+    ("smiles,y1\nCCO,-Infinity\nCN,2\n", "line 2: target column 'y1' holds '-Infinity', which is not a finite"),
+    ("smiles,y1\n", "has a header but no data rows"),
+    ("", "is empty; expected a header row"),
+])
+def test_csv_problems_are_csv_errors_naming_the_place(tmp_path, text, message):
+    path = tmp_path / "m.csv"
+    path.write_text(text)
+    with pytest.raises(CsvError) as info:
+        read_smiles_csv(path, "smiles", ["y1"], progress=False)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_folder_or_a_missing_file_is_named(tmp_path):
+    with pytest.raises(CsvError, match="is a folder; give the path of a CSV file"):
+        read_smiles_csv(tmp_path, "smiles", progress=False)
+    with pytest.raises(CsvError, match="does not exist"):
+        read_smiles_csv(tmp_path / "nope.csv", "smiles", progress=False)

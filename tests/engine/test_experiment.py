@@ -52,8 +52,8 @@ def test_a_seed_that_fails_after_a_checkpoint_is_kept_for_resume(tmp_path, monke
 def test_random_split_cards_load_once_per_seed(tmp_path, monkeypatch):
     loaded = []
 
-    def load(name, seed, progress):
-        loaded.append((name, seed))
+    def load(name, seed, progress, featurizer):
+        loaded.append((name, seed, featurizer))
         return f"data{seed}"
 
     def train(recipe, data, seed, seed_dir, **kwargs):
@@ -66,4 +66,4 @@ def test_random_split_cards_load_once_per_seed(tmp_path, monkeypatch):
     recipe = build_recipe({"dataset": "esol", "task": "graph_regression", "model": {"name": "siggate_gt"},
                            "seeds": [3, 4]})
     experiment.run_recipe(recipe, tmp_path / "runs")
-    assert loaded == [("esol", 3), ("esol", 4)]
+    assert loaded == [("esol", 3, None), ("esol", 4, None)]  # the card's featurizer: the recipe names none

@@ -2,7 +2,8 @@
 names the bad value, prints no traceback, and leaves no run folder behind.
 
 Each case is (tool, argv, text the message must contain). ``{runs}`` is an output folder that
-must not exist afterwards; ``{tmp}`` a scratch folder; ``{root}`` the checkout.
+must not exist afterwards (the ``--out`` of every case whose argv names none); ``{tmp}`` a scratch
+folder holding ``FILES``; ``{root}`` the checkout.
 """
 import dgl
 import pytest
@@ -13,6 +14,8 @@ from zoo.ops import ZooOpError, edge_entmax, edge_qsoftmax, edge_sparsemax, edge
 
 GAT = "{root}/recipes/cora_gat.yaml"
 ZINC = "{root}/recipes/zinc_siggate.yaml"
+PREDICT = ["--model", "zinc_siggate", "--quiet", "--data"]  # then the CSV
+FINETUNE = ["--pretrained", "zinc_siggate", "--quiet", "--epochs", "1", "--target-cols", "y", "--data"]
 
 CLI_CASES = [
     # train: the recipe file
@@ -48,6 +51,36 @@ CLI_CASES = [
     ("tune", [GAT, "--tune-seeds", "1,1"], "names seed(s) [1] more than once"),
     ("tune", [GAT, "--seeds", ""], "'' is not a seed or a range"),
     ("tune", [GAT, "{tmp}"], "is a folder; give a recipe file"),
+    # predict: the output, checked before inference
+    ("predict", [*PREDICT, "{tmp}/mols.csv", "--out", "{tmp}"], "--out {tmp} is a folder; give the CSV file to write"),
+    ("predict", [*PREDICT, "{tmp}/mols.csv", "--out", "{tmp}/broken.yaml/preds.csv"],
+     "{tmp}/broken.yaml is a file, not a folder"),
+    # predict: the CSV
+    ("predict", [*PREDICT, "{tmp}/missing.csv"], "CSV file {tmp}/missing.csv does not exist"),
+    ("predict", [*PREDICT, "{tmp}"], "{tmp} is a folder; give the path of a CSV file"),
+    ("predict", [*PREDICT, "{tmp}/empty.csv"], "empty.csv is empty; expected a header row"),
+    ("predict", [*PREDICT, "{tmp}/header_only.csv"], "header_only.csv has a header but no data rows"),
+    ("predict", [*PREDICT, "{tmp}/mols.csv", "--smiles-col", "SMILES"], "column(s) ['SMILES'] not found"),
+    ("predict", [*PREDICT, "{tmp}/two_smiles.csv"], "the header names column 'smiles' 2 times (columns [1, 3])"),
+    ("predict", [*PREDICT, "{tmp}/extra_cell.csv"], "row 1 (line 3) has 3 cells but the header has 2 columns"),
+    ("predict", [*PREDICT, "{tmp}/latin1.csv"], "cannot be read as a UTF-8 CSV"),
+    ("predict", ["--model", "zinc_sigate", "--data", "{tmp}/mols.csv"], "Did you mean 'zinc_siggate'?"),
+    # finetune: the CSV and its targets
+    ("finetune", [*FINETUNE, "{tmp}/missing.csv"], "CSV file {tmp}/missing.csv does not exist"),
+    ("finetune", [*FINETUNE, "{tmp}/empty.csv"], "empty.csv is empty; expected a header row"),
+    ("finetune", [*FINETUNE, "{tmp}/header_only.csv"], "header_only.csv has a header but no data rows"),
+    ("finetune", [*FINETUNE, "{tmp}/mols.csv", "--smiles-col", "SMILES"], "column(s) ['SMILES'] not found"),
+    ("finetune", [*FINETUNE[:-3], "--target-cols", "logS", "--data", "{tmp}/mols.csv"], "column(s) ['logS'] not found"),
+    ("finetune", [*FINETUNE[:-3], "--target-cols", "y,y", "--data", "{tmp}/mols.csv"], "names ['y'] more than once"),
+    ("finetune", [*FINETUNE, "{tmp}/two_y.csv"], "the header names column 'y' 2 times (columns [2, 3])"),
+    ("finetune", [*FINETUNE, "{tmp}/extra_cell.csv"], "row 1 (line 3) has 3 cells but the header has 2 columns"),
+    ("finetune", [*FINETUNE, "{tmp}/inf.csv"], "line 4: target column 'y' holds 'inf', which is not a finite number"),
+    ("finetune", [*FINETUNE, "{tmp}/no_labels.csv"], "target column 'y' of {tmp}/no_labels.csv holds no number"),
+    ("finetune", [*FINETUNE, "{tmp}/words.csv"], "line 3: target column 'y' holds 'high', which is not a number"),
+    ("finetune", [*FINETUNE, "{tmp}/mols.csv", "--task", "classification"], "column 'y' holds 0.5"),
+    ("finetune", [*FINETUNE, "{tmp}/mols.csv", "--epochs", "0"], "epochs must be an int >= 1, got 0"),
+    ("finetune", [*FINETUNE, "{tmp}/mols.csv", "--seeds", "2-1"], "the range '2-1' is empty"),
+    ("finetune", [*FINETUNE, "{tmp}/mols.csv", "--lr", "-1"], "lr must be > 0, got -1.0"),
 ]
 
 FILES = {
@@ -57,7 +90,18 @@ FILES = {
     "cycle_a.yaml": "base: cycle_b.yaml\ndataset: cora\nmodel: {{name: gat}}\n",
     "cycle_b.yaml": "base: cycle_a.yaml\n",
     "named.yaml": "dataset: cora\nmodel: {{name: gat}}\nname: other\n",
+    "mols.csv": "smiles,y\n" + "".join(f"{s},{i / 2}\n" for i, s in enumerate(["CCO", "CC", "CCC", "CCN", "CCCl",
+                                                                                "OCCO", "c1ccccc1", "CC(=O)O"])),
+    "empty.csv": "",
+    "header_only.csv": "smiles,y\n",
+    "two_smiles.csv": "smiles,y,smiles\nCCO,1,CC\nCC,2,CCO\n",
+    "two_y.csv": "smiles,y,y\nCCO,1,2\nCC,2,3\nCCC,3,4\n",
+    "extra_cell.csv": "smiles,y\nCCO,1\nCC,2,9\nCCC,3\n",
+    "inf.csv": "smiles,y\nCCO,1\nCC,2\nCCC,inf\nCCN,4\n",
+    "no_labels.csv": "smiles,y\n" + "".join(f"{s},nan\n" for s in ["CCO", "CC", "CCC", "CCN", "CCCl", "OCCO"]),
+    "words.csv": "smiles,y\nCCO,1\nCC,high\nCCC,3\n",
 }
+BYTES = {"latin1.csv": "smiles,name\nCCO,caf\xe9\n".encode("latin-1")}
 
 
 def _fill(text, tmp, runs):
@@ -68,8 +112,10 @@ def _fill(text, tmp, runs):
 def test_cli_refuses_with_one_line(tool, argv, message, tmp_path, capsys, offline_env):
     for name, text in FILES.items():
         (tmp_path / name).write_text(_fill(text, tmp_path, None))
+    for name, data in BYTES.items():
+        (tmp_path / name).write_bytes(data)
     runs = tmp_path / "runs"
-    args = [_fill(a, tmp_path, runs) for a in argv] + ["--out", str(runs)]
+    args = [_fill(a, tmp_path, runs) for a in argv] + ([] if "--out" in argv else ["--out", str(runs)])
     try:
         code = load_tool(tool).main(args)
     except SystemExit as exit_:  # argparse
@@ -113,4 +159,4 @@ def test_ops_refuse_with_one_line(call, message):
 
 def test_the_corpus_is_large_enough():
     assert len(CLI_CASES) + len(OP_CASES) >= 40
-    assert {tool for tool, _, _ in CLI_CASES} >= {"train", "sweep", "tune"}
+    assert {tool for tool, _, _ in CLI_CASES} >= {"train", "sweep", "tune", "predict", "finetune"}

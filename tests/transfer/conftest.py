@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tests.transfer.helpers import MODEL_ARGS, RECIPE, SMILES, write_csv
-from zoo.data.molecules import FEATURIZER_SPEC
+from zoo.data import FEATURIZER_SPEC
 from zoo.models import create_model
 from zoo.models.pretrained import save_pretrained
 

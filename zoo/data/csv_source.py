@@ -1,5 +1,6 @@
-"""SMILES CSVs: cards of ``source.kind: csv`` and a user's own CSV, featurized with the shared
-OGB featurizer (:mod:`zoo.data.molecules`).
+"""SMILES CSVs: cards of ``source.kind: csv`` (and ``dgllife``, the same CSV read by a dgllife
+class, :mod:`zoo.data.dgllife_source`) and a user's own CSV, featurized with the featurizer asked
+for (:mod:`zoo.data.featurizers`; a card's ``featurizer`` by default, OGB's for a user's CSV).
 
 A CSV card's table is ``source.table`` (needed when ``source.files`` lists more than one file,
 else the one file); its targets are the CSV columns
@@ -9,7 +10,7 @@ The split follows ``split.protocol``: ``fixed_index_file`` (columns train / val 
 over all CSV rows, unparseable ones included, with ``split.fractions``) or ``random`` (a seeded
 permutation of the kept molecules). Rows whose SMILES RDKit rejects are reported and dropped
 after the split. Featurized cards are cached under ``$ZOO_CACHE/featurized/``, so the slow
-RDKit pass runs once per file, card and ``limit``.
+RDKit pass runs once per file, card, featurizer and ``limit``.
 """
 from __future__ import annotations
 
@@ -30,32 +31,39 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from zoo.data.dgllife_source import read_dgllife_table
+from zoo.data.featurizers import DEFAULT_FEATURIZER, Featurizer, featurizer_from_spec, smiles_featurizers
 from zoo.data.cards import DatasetError, card_path, load_card
 from zoo.data.graph_data import GRAPH_TASKS, SPLITS, GraphData
 from zoo.data.mirror import Roots, ensure_raw_folder, resolve_roots, sha256_file
-from zoo.data.molecules import FEATURIZER_SPEC, BadSmiles, SmilesTable, read_smiles_csv
+from zoo.data.molecules import BadSmiles, SmilesTable, read_smiles_csv
 from zoo.data.scaffold import scaffold_split
 
+CSV_KINDS = ("csv", "dgllife")
+"""The source kinds whose table is a CSV of SMILES featurized here."""
 CACHE_VERSION = 2  # bump when a cached featurized dataset would change
 
 
-def load_csv_card(card: dict, roots: Roots, *, limit: int | None, seed: int, progress: bool) -> GraphData:
-    """The dataset of a CSV card (module docstring); ``seed`` draws a ``random`` split."""
+def load_csv_card(card: dict, roots: Roots, *, limit: int | None, seed: int, progress: bool,
+                  featurizer: Featurizer) -> GraphData:
+    """The dataset of a ``csv`` or ``dgllife`` card (module docstring), its SMILES featurized by
+    ``featurizer``; ``seed`` draws a ``random`` split."""
     src, split = card["source"], card["split"]
-    if card["featurizer"] != FEATURIZER_SPEC["name"]:
-        raise DatasetError(f"{card_path(card['name'])}: a csv source is featurized with "
-                           f"{FEATURIZER_SPEC['name']!r}, not {card['featurizer']!r}.")
+    if not featurizer.featurizes_smiles:
+        raise DatasetError(f"{card_path(card['name'])}: a {src['kind']} source is featurized from SMILES, which "
+                           f"{featurizer.name!r} does not do; use one of {', '.join(smiles_featurizers())}.")
     folder = _ensure_csv_folder(card, roots)
     what = {"v": CACHE_VERSION, "files": src["files"], "table": table_file(src), "smiles": src["smiles_column"],
             "targets": src.get("target_columns"), "function": src.get("target_function"), "limit": limit,
-            "split": {k: split.get(k) for k in ("protocol", "index_file", "fractions")}, "feat": FEATURIZER_SPEC}
+            "split": {k: split.get(k) for k in ("protocol", "index_file", "fractions")}, "feat": featurizer.spec,
+            **({"dgllife_class": src["dgllife_class"]} if src["kind"] == "dgllife" else {})}
     key = _digest(what)  # everything the cached graphs, targets and fixed split depend on
     cached = roots.cache / "featurized" / f"{card['name']}-{key}"
     if not (cached / "meta.json").is_file():
-        table = _read_table(card, folder, limit, progress)
+        table = _read_table(card, folder, roots, limit, progress, featurizer)
         fixed = None if split["protocol"] == "random" else _rows_to_positions(
             table.rows, _row_split(card, folder, table, progress))
-        _save_featurized(cached, table, fixed)
+        _save_featurized(cached, table, fixed, featurizer.spec)
     graphs, tensors = dgl.load_graphs(str(cached / "graphs.bin"))
     meta = json.loads((cached / "meta.json").read_text())
     split_source = split["split_source"]
@@ -65,7 +73,8 @@ def load_csv_card(card: dict, roots: Roots, *, limit: int | None, seed: int, pro
         parts = {k: tensors[f"split_{k}"] for k in SPLITS}
     return GraphData(
         name=card["name"], graphs=graphs, targets=tensors["targets"], split=parts, task=card["task"],
-        metric=card["metric"], featurizer=meta["featurizer"], source=f"csv {src['raw_folder']}",
+        metric=card["metric"], featurizer=meta["featurizer"],
+        source=" ".join(filter(None, (src["kind"], src.get("dgllife_class"), src["raw_folder"]))),
         split_source=split_source, dataset_id=f"{card['name']}-{key}", card=card,
         smiles=meta["smiles"], report=[BadSmiles(**b) for b in meta["report"]],
     )
@@ -86,9 +95,11 @@ def load_csv_dataset(
     limit: int | None = None,
     pe=None,
     cache_root: str | Path | None = None,
+    featurizer: Featurizer | dict | str | None = None,
     progress: bool = True,
 ) -> GraphData:
-    """A user's CSV of SMILES and targets, featurized like every molecule card.
+    """A user's CSV of SMILES and targets, featurized by ``featurizer`` (a featurizer, its spec or
+    name; default OGB's ``smiles2graph`` layout, that of the shipped checkpoints).
 
     ``split`` is ``"scaffold"`` (:func:`zoo.data.scaffold.scaffold_split` of the valid
     molecules) or ``"random"`` (seeded permutation). ``metric`` defaults to ``mae`` for
@@ -100,9 +111,10 @@ def load_csv_dataset(
         raise ValueError(f"task must be one of {GRAPH_TASKS}, got {task!r}")
     metric = metric or ("mae" if task == "graph_regression" else "roc_auc")
     path = Path(path)
+    featurizer = featurizer_from_spec(featurizer or DEFAULT_FEATURIZER)
     target_cols = [target_cols] if isinstance(target_cols, str) else list(target_cols)
     table = read_smiles_csv(path, smiles_col, target_cols, strict=strict, limit=limit,
-                            progress=progress)
+                            progress=progress, featurizer=featurizer)
     fractions = (frac_train, frac_valid, 1 - frac_train - frac_valid)
     if split == "scaffold":
         parts = scaffold_split(table.smiles, frac_train, frac_valid, progress=progress)
@@ -114,7 +126,7 @@ def load_csv_dataset(
     else:
         raise ValueError(f"split must be 'scaffold' or 'random', got {split!r}")
     sha = sha256_file(path)
-    ident = _digest({"sha": sha, "smiles": smiles_col, "limit": limit, "feat": FEATURIZER_SPEC})
+    ident = _digest({"sha": sha, "smiles": smiles_col, "limit": limit, "feat": featurizer.spec})
     card = {
         "name": f"csv:{path.stem}", "title": str(path), "task": task, "metric": metric,
         "source": {"kind": "csv", "path": str(path), "sha256": sha, "smiles_column": smiles_col,
@@ -122,7 +134,7 @@ def load_csv_dataset(
     }
     data = GraphData(
         name=card["name"], graphs=table.graphs, targets=table.targets, split=parts, task=task,
-        metric=metric, featurizer=dict(FEATURIZER_SPEC), source=f"csv {path}", split_source=split_source,
+        metric=metric, featurizer=featurizer.spec, source=f"csv {path}", split_source=split_source,
         dataset_id=f"csv-{path.stem}-{ident}", card=card, smiles=table.smiles,
         report=table.report, cache_root=resolve_roots(None, cache_root, None).cache,
     )
@@ -142,7 +154,7 @@ def csv_card_file(name: str, file: str | None = None, *, data_root: str | Path |
     """
     card = load_card(name)
     src = card["source"]
-    if src["kind"] != "csv":
+    if src["kind"] not in CSV_KINDS:
         raise DatasetError(f"card {name!r} is not a CSV card (source kind {src['kind']!r})")
     file = file or table_file(src)
     if file not in src["files"]:
@@ -178,11 +190,15 @@ def _ensure_csv_folder(card: dict, roots: Roots) -> Path:
                              offline=roots.offline)
 
 
-def _read_table(card: dict, folder: Path, limit: int | None, progress: bool) -> SmilesTable:
-    """Featurize the card's table; targets from its columns or its ``target_function``."""
+def _read_table(card: dict, folder: Path, roots: Roots, limit: int | None, progress: bool,
+                featurizer: Featurizer) -> SmilesTable:
+    """Featurize the card's table (read by dgllife's class for a ``dgllife`` card); targets from its
+    columns or its ``target_function``."""
     src = card["source"]
-    table = read_smiles_csv(folder / table_file(src), src["smiles_column"],
-                            src.get("target_columns", ()), limit=limit, progress=progress)
+    if src["kind"] == "dgllife":
+        return read_dgllife_table(card, folder / table_file(src), roots.cache, featurizer, limit=limit)
+    table = read_smiles_csv(folder / table_file(src), src["smiles_column"], src.get("target_columns", ()),
+                            limit=limit, progress=progress, featurizer=featurizer)
     if "target_function" not in src:
         return table
     module, _, attr = src["target_function"].rpartition(".")
@@ -222,7 +238,7 @@ def _rows_to_positions(rows: torch.Tensor, split_rows: dict) -> dict[str, torch.
     return out
 
 
-def _save_featurized(folder: Path, table: SmilesTable, split: dict | None) -> None:
+def _save_featurized(folder: Path, table: SmilesTable, split: dict | None, featurizer: dict) -> None:
     """Write graphs + tensors + meta into a scratch folder, then rename it into place."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.tmp")
@@ -231,7 +247,7 @@ def _save_featurized(folder: Path, table: SmilesTable, split: dict | None) -> No
         tensors = {"targets": table.targets, "rows": table.rows,
                    **{f"split_{k}": v for k, v in (split or {}).items()}}
         dgl.save_graphs(str(tmp / "graphs.bin"), table.graphs, tensors)
-        meta = {"featurizer": FEATURIZER_SPEC, "smiles": table.smiles,
+        meta = {"featurizer": featurizer, "smiles": table.smiles,
                 "report": [asdict(b) for b in table.report]}
         (tmp / "meta.json").write_text(json.dumps(meta))
         if (folder / "meta.json").is_file():  # another process finished first: keep its copy

@@ -17,23 +17,22 @@ import dgl
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from zoo.data.cards import DatasetError, card_path
-from zoo.data.molecules import FEATURIZER_SPEC
+from zoo.data.cards import card_path
+from zoo.data.featurizers import featurizer_from_spec
 from zoo.data.positional import PESpec, add_positional_encodings
 
 SPLITS = ("train", "val", "test")
 GRAPH_TASKS = ("graph_regression", "graph_classification")
-ZINC_TYPEDICT_SPEC = {"name": "benchmarking-gnns-zinc-typedict", "atom_types": 28, "bond_types": 4}
-FEATURIZERS = {spec["name"]: spec for spec in (FEATURIZER_SPEC, ZINC_TYPEDICT_SPEC)}
-"""The featurizer specs a card's ``featurizer`` may name."""
 
 
 @dataclass
 class GraphData:
     """One graph-property dataset with its split.
 
-    ``split_source`` says where the split comes from (e.g. OGB's files, or "scaffold split
-    computed here; OGB membership unverified"); ``source`` says which files were read.
+    ``featurizer`` is the spec of the featurizer that made the graphs (see
+    :mod:`zoo.data.featurizers`). ``split_source`` says where the split comes from (e.g. OGB's
+    files, or "scaffold split computed here; OGB membership unverified"); ``source`` says which
+    files were read.
     ``dataset_id`` names this exact list of graphs (it keys the PE cache). ``report`` lists the
     CSV rows skipped for invalid SMILES.
     """
@@ -58,6 +57,12 @@ class GraphData:
     def num_tasks(self) -> int:
         """Number of target columns T."""
         return self.targets.shape[1]
+
+    @property
+    def model_inputs(self) -> dict:
+        """The model arguments the graphs' features imply (e.g. dgllife's ``atom_features``), which
+        a trainer passes with ``num_outputs``."""
+        return featurizer_from_spec(self.featurizer).model_inputs()
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -136,11 +141,8 @@ def make_dataloaders(
 
 
 def featurizer_spec(card: dict) -> dict:
-    """The spec of the featurizer the card names (a copy), or :class:`DatasetError`."""
-    name = card["featurizer"]
-    if name not in FEATURIZERS:
-        raise DatasetError(f"{card_path(card['name'])}: featurizer {name!r} is not one of {', '.join(FEATURIZERS)}.")
-    return dict(FEATURIZERS[name])
+    """The spec of the featurizer the card names, or :class:`DatasetError` naming the card."""
+    return featurizer_from_spec(card["featurizer"], where=str(card_path(card["name"]))).spec
 
 
 def from_graphs(card: dict, graphs: list, targets: torch.Tensor, split: dict, *, limit: int | None,

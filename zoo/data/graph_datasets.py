@@ -1,10 +1,10 @@
 """Graph-property datasets from their cards: the card's ``source.kind`` picks the source.
 
-``dgl`` (:mod:`zoo.data.dgl_source`), ``ogb`` (:mod:`zoo.data.ogb_source`) or ``csv``
-(:mod:`zoo.data.csv_source`). A card may name a second source under ``fallback`` (with its own
-``split``), used when the first is not available offline. Raw files come from ``$ZOO_DATA``
-(never written to), else the cache ``$ZOO_CACHE``, else a download unless ``$ZOO_OFFLINE``
-(see :mod:`zoo.data.mirror`).
+``dgl`` (:mod:`zoo.data.dgl_source`), ``ogb`` (:mod:`zoo.data.ogb_source`), ``csv``
+(:mod:`zoo.data.csv_source`) or ``dgllife`` (:mod:`zoo.data.dgllife_source`). A card may name a
+second source under ``fallback`` (with its own ``split``), used when the first is not available
+offline. Raw files come from ``$ZOO_DATA`` (never written to), else the cache ``$ZOO_CACHE``, else
+a download unless ``$ZOO_OFFLINE`` (see :mod:`zoo.data.mirror`).
 
 >>> data = load_graph_dataset("zinc_smiles", limit=200, pe={"rwse_k": 16})  # doctest: +SKIP
 """
@@ -14,14 +14,16 @@ import warnings
 from pathlib import Path
 
 from zoo.data.cards import DatasetError, DatasetNotFoundError, card_path, load_card
-from zoo.data.csv_source import load_csv_card
+from zoo.data.csv_source import CSV_KINDS, load_csv_card
 from zoo.data.dgl_source import load_dgl_graphs
+from zoo.data.featurizers import Featurizer, featurizer_from_spec
 from zoo.data.graph_data import GRAPH_TASKS, GraphData
 from zoo.data.mirror import resolve_roots
 from zoo.data.ogb_source import load_ogb
 
-SOURCES = {"dgl": load_dgl_graphs, "ogb": load_ogb, "csv": load_csv_card}
-"""``source.kind`` -> loader ``(card, roots, *, limit, seed, progress) -> GraphData``."""
+SOURCES = {"dgl": load_dgl_graphs, "ogb": load_ogb, "csv": load_csv_card, "dgllife": load_csv_card}
+"""``source.kind`` -> loader ``(card, roots, *, limit, seed, progress, featurizer) -> GraphData``;
+only the kinds of ``CSV_KINDS`` featurize SMILES, the others come featurized."""
 
 
 def load_graph_dataset(
@@ -35,6 +37,7 @@ def load_graph_dataset(
     seed: int = 0,
     pe=None,
     progress: bool = True,
+    featurizer: Featurizer | dict | str | None = None,
 ) -> GraphData:
     """Load the graph dataset of card ``name`` (any card whose task is graph-level).
 
@@ -43,7 +46,10 @@ def load_graph_dataset(
     ``fallback`` with a warning when the source is not available) or a kind the card offers
     (molhiv: ``"ogb"`` or ``"csv"``). ``seed`` draws the split of cards with a random split
     protocol. ``pe`` (e.g. ``{"lap_k": 8, "rwse_k": 16}``) attaches positional encodings,
-    cached on disk.
+    cached on disk. ``featurizer`` (a featurizer, spec or name, e.g. ``"dgllife-canonical"``)
+    featurizes the SMILES of a ``csv`` or ``dgllife`` source; default: the card's ``featurizer``.
+    Another featurizer than the card's picks the card's first such source (molhiv: its csv
+    fallback); a card without one refuses it, since ``dgl`` and ``ogb`` sources come featurized.
     """
     card = load_card(name)
     if card["task"] not in GRAPH_TASKS:
@@ -57,8 +63,17 @@ def load_graph_dataset(
     kinds = [primary["kind"], *([fallback["kind"]] if fallback else [])]
     if source not in ("auto", *kinds):
         raise ValueError(f"source={source!r}: card {card['name']!r} offers 'auto' or {' or '.join(map(repr, kinds))}")
+    chosen = featurizer_from_spec(card["featurizer"] if featurizer is None else featurizer)
+    if chosen.name != card["featurizer"]:  # only a source of SMILES can be featurized another way
+        featurizing = [kind for kind in kinds if kind in CSV_KINDS and source in ("auto", kind)]
+        if not featurizing:
+            asked = [kind for kind in kinds if source in ("auto", kind)]
+            raise DatasetError(f"Dataset {card['name']!r}: its {' / '.join(asked)} source comes featurized as "
+                               f"{card['featurizer']!r}; only a csv or dgllife source can be featurized with "
+                               f"{chosen.name!r}. Use the card's featurizer, or a card of SMILES.")
+        source = featurizing[0]
     roots = resolve_roots(data_root, cache_root, offline)
-    options = {"limit": limit, "seed": seed, "progress": progress}
+    options = {"limit": limit, "seed": seed, "progress": progress, "featurizer": chosen}
     if source == primary["kind"] or not fallback:
         data = SOURCES[primary["kind"]](card, roots, **options)
     elif source == "auto":

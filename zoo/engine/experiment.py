@@ -60,7 +60,8 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
         else:
             if graph_data is None or per_seed_split:
                 with main_first():  # rank 0 fills the dataset cache, the others read it
-                    graph_data = load_graph_dataset(recipe.dataset, seed=seed, progress=progress and rank0)
+                    graph_data = load_graph_dataset(recipe.dataset, seed=seed, progress=progress and rank0,
+                                                    featurizer=recipe.featurizer)
             data, train = graph_data, train_graph_model
         # the run folder appears only once a seed has its data, so a bad dataset leaves nothing behind
         with _removed_unless_started(base, seed_dir, rank0):

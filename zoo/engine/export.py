@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from zoo.data import FEATURIZER_SPEC, DatasetError, load_card
+from zoo.data import DatasetError, featurizer_from_spec, load_card
 from zoo.engine.checkpoint import CheckpointError, load_checkpoint
 from zoo.engine.recipe import Recipe, RecipeError, build_recipe
 from zoo.models.pretrained import PretrainedError, model_from_card, save_pretrained
@@ -31,13 +31,17 @@ def model_card(name: str, model: torch.nn.Module, recipe: Recipe, metrics: dict,
     """The card of ``model``, trained by ``recipe``, as plain JSON data.
 
     ``metrics``: what the graph trainer returned (``metrics.json``); ``environment``: what
-    :func:`zoo.engine.environment.environment` recorded for the training process. ``extra``
-    keys (e.g. a fine-tuned model's ``parent``) are added as given.
+    :func:`zoo.engine.environment.environment` recorded for the training process. ``featurizer``:
+    the spec of the featurizer of the training data; the model arguments it implies (e.g.
+    dgllife's ``atom_features``) join ``model_args``. ``extra`` keys (e.g. a fine-tuned model's
+    ``parent``) are added as given.
     """
+    options = {k: v for k, v in recipe.model.items() if k != "name"}
+    options.update(featurizer_from_spec(featurizer).model_inputs() if featurizer else {})
     card = {
         "name": name,
         "architecture": recipe.model["name"],
-        "model_args": {**{k: v for k, v in recipe.model.items() if k != "name"}, "num_outputs": num_outputs},
+        "model_args": {**options, "num_outputs": num_outputs},
         "recipe": recipe.to_dict(),
         "task": recipe.task,
         "metric": metrics["main_metric"],
@@ -94,7 +98,14 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
     if recipe.task == "node_classification":
         raise PretrainedError(f"{run_dir} is a node_classification run; only graph-level runs "
                               "(graph_regression, graph_classification) can be exported")
+    try:
+        dataset = load_card(recipe.dataset)
+    except DatasetError:
+        dataset = None
+    chosen = recipe.featurizer or (dataset or {}).get("featurizer")  # the recipe's, else the dataset card's
+    featurizer = featurizer_from_spec(chosen) if chosen else None
     options = {k: v for k, v in recipe.model.items() if k != "name"}
+    options.update(featurizer.model_inputs() if featurizer else {})
     num_outputs = _num_outputs(recipe.model["name"], options, best["model"])
     model_args = {**options, "num_outputs": num_outputs}
     model = model_from_card({"architecture": recipe.model["name"], "model_args": model_args}, run_dir)
@@ -103,10 +114,6 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
     except RuntimeError as err:
         raise PretrainedError(f"{run_dir}/best.pt does not fit its recipe's model {model_args}: {err}") from None
     model.eval()
-    try:
-        dataset = load_card(recipe.dataset)
-    except DatasetError:
-        dataset = None
     source = (dataset or {}).get("source") or {}
     columns = next((place["target_columns"] for place in (dataset or {}, source, (dataset or {}).get("fallback") or {})
                     if "target_columns" in place), [])
@@ -117,9 +124,9 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
         split["sizes"] = metrics["split_sizes"]
     elif dataset and "sizes" in (dataset.get("split") or {}):  # runs written before split_sizes was recorded
         split["sizes"], split["sizes_from"] = dataset["split"]["sizes"], "dataset card"
-    featurizer = FEATURIZER_SPEC if dataset and dataset.get("featurizer") == FEATURIZER_SPEC["name"] else None
     card = model_card(name, model, recipe, metrics, environment, num_outputs=num_outputs, split=split,
-                      target_columns=columns, command=command, dataset=dataset, featurizer=featurizer)
+                      target_columns=columns, command=command, dataset=dataset,
+                      featurizer=featurizer.spec if featurizer else None)
     path = Path(directory or PRETRAINED_DIR) / f"{name}.safetensors"
     return save_pretrained(model, card, path, max_bytes=MAX_EXPORT_BYTES)
 

@@ -61,10 +61,11 @@ def predict(model, loader, device: str | torch.device = "cpu") -> tuple[torch.Te
     return torch.cat(outputs), torch.cat(targets)
 
 
-def build_graph_model(recipe: Recipe, num_outputs: int):
-    """The recipe's registered model with ``num_outputs`` targets."""
+def build_graph_model(recipe: Recipe, num_outputs: int, **inputs):
+    """The recipe's registered model with ``num_outputs`` targets and the input arguments the data's
+    featurizer implies (``GraphData.model_inputs``, e.g. dgllife's ``atom_features``)."""
     options = {k: v for k, v in recipe.model.items() if k != "name"}
-    return create_model(recipe.model["name"], num_outputs=num_outputs, **options)
+    return create_model(recipe.model["name"], num_outputs=num_outputs, **inputs, **options)
 
 
 def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, progress: bool = True,
@@ -91,7 +92,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     if device.type != "cpu" and world()[1] > 1:
         raise ValueError(f"device {device} under torchrun: scale-out runs CPU ranks (gloo) only; use --device cpu")
     if model is None:
-        model = build_graph_model(recipe, data.num_tasks)
+        model = build_graph_model(recipe, data.num_tasks, **data.model_inputs)
     if isinstance(model, HasPositionalEncodings):
         with main_first():  # rank 0 fills the PE cache, the others read it
             data.add_positional_encodings(model.pe_spec(), progress=progress and is_main())

@@ -29,6 +29,7 @@ from typing import Any, get_type_hints
 
 import yaml
 
+from zoo.data.featurizers import smiles_featurizers
 from zoo.models.registry import check_model_arguments, model_arguments
 
 
@@ -62,7 +63,12 @@ class OptimConfig:
 
 @dataclasses.dataclass
 class Recipe:
-    """One experiment: a dataset card, a model with its arguments, optimisation and seeds."""
+    """One experiment: a dataset card, a model with its arguments, optimisation and seeds.
+
+    ``featurizer`` names the molecule featurizer of a graph dataset of SMILES (one of
+    ``zoo.data.featurizers.smiles_featurizers()``, e.g. ``dgllife-canonical``); ``None``: the
+    dataset card's.
+    """
 
     dataset: str
     model: dict
@@ -71,14 +77,17 @@ class Recipe:
     seeds: list = dataclasses.field(default_factory=lambda: [0])
     description: str = ""
     name: str = "recipe"
+    featurizer: str | None = None
 
     def to_dict(self) -> dict:
         """The resolved recipe as plain data (what a run folder stores)."""
         return dataclasses.asdict(self)
 
     def config_hash(self) -> str:
-        """Ten hex digits identifying everything that changes a result (not seeds or name)."""
-        identity = {k: v for k, v in self.to_dict().items() if k not in ("seeds", "name", "description")}
+        """Ten hex digits identifying everything that changes a result (not seeds or name; the
+        featurizer only when the recipe chooses one, so older recipes keep their hash)."""
+        identity = {k: v for k, v in self.to_dict().items()
+                    if k not in ("seeds", "name", "description") and not (k == "featurizer" and v is None)}
         blob = json.dumps(identity, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:10]
 
@@ -222,6 +231,7 @@ def build_recipe(raw: dict) -> Recipe:
     raw["seeds"] = parse_seeds(raw.get("seeds", [0]))
     if not isinstance(raw["dataset"], str):
         raise RecipeError(f"dataset must be a card name such as 'cora', got {raw['dataset']!r}")
+    _check_featurizer(raw.get("featurizer"), raw.get("task", "node_classification"))
     recipe = Recipe(**raw)
     if recipe.optim.epochs < 1 or recipe.optim.patience < 1 or recipe.optim.batch_size < 1:
         raise RecipeError(f"optim.epochs, optim.patience and optim.batch_size must be >= 1, got {recipe.optim}")
@@ -230,6 +240,20 @@ def build_recipe(raw: dict) -> Recipe:
         raise RecipeError(f"optim.optimizer must be one of {OPTIMIZERS} and optim.scheduler one of "
                           f"{SCHEDULERS}, got {recipe.optim.optimizer!r} and {recipe.optim.scheduler!r}")
     return recipe
+
+
+def _check_featurizer(featurizer: Any, task: str) -> None:
+    """A recipe's featurizer: ``None``, or a SMILES featurizer's name for a graph-level task."""
+    if featurizer is None:
+        return
+    names = smiles_featurizers()
+    if featurizer not in names:
+        near = difflib.get_close_matches(str(featurizer), names, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise RecipeError(f"featurizer {featurizer!r} is not a SMILES featurizer{hint}; choose one of "
+                          f"{', '.join(names)}, or leave it out for the dataset card's")
+    if task == "node_classification":
+        raise RecipeError(f"featurizer {featurizer!r} featurizes molecules; a node_classification recipe takes none")
 
 
 # Lower bounds of the optimiser's numbers: (key, bound, is the bound itself allowed).

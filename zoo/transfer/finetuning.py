@@ -1,6 +1,7 @@
-"""Fine-tune a pretrained zoo checkpoint on a CSV of SMILES and targets, over seeds.
+"""Fine-tune a pretrained zoo checkpoint on a CSV of SMILES and targets (or a loaded dataset), over seeds.
 
-Each seed starts from the pretrained weights with a fresh head (or, ``from_scratch``, from a
+The CSV is featurized by the featurizer the checkpoint's card names (OGB's or dgllife's); a
+loaded dataset must have been featurized by it. Each seed starts from the pretrained weights with a fresh head (or, ``from_scratch``, from a
 freshly initialised model of the same architecture), trains with the checkpoint's recipe
 (epochs, lr and batch size overridable), keeps the best validation epoch and writes
 ``<out>/seed<k>/`` (the trainer's files plus ``model.safetensors`` and its card ``model.json``, a zoo checkpoint);
@@ -21,8 +22,8 @@ import numpy as np
 import torch
 
 from zoo.analysis import summarize_seeds
-from zoo.data import DatasetError, load_csv_dataset
-from zoo.data.molecules import column_indices, read_csv_rows, format_report
+from zoo.data import DatasetError, GraphData, featurizer_from_spec, load_csv_dataset
+from zoo.data.molecules import column_indices, format_report, read_csv_rows
 from zoo.engine.checkpoint import write_json
 from zoo.engine.environment import environment
 from zoo.engine.export import model_card
@@ -33,7 +34,8 @@ from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
 from zoo.models.capabilities import HasHead, HasPositionalEncodings
 from zoo.models.pretrained import save_pretrained
-from zoo.transfer.prediction import TransferError, resolve_model
+from zoo.models.registry import data_arguments
+from zoo.transfer.prediction import TransferError, card_featurizer, resolve_model
 
 TASKS = {
     "regression": ("graph_regression", "rmse", ("rmse", "mae", "r2")),
@@ -47,7 +49,10 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
              freeze_encoder: bool = False, from_scratch: bool = False, lr: float | None = None,
              batch_size: int | None = None, out: str | Path = "runs/finetune", strict: bool = False,
              progress: bool = True) -> dict:
-    """Fine-tune ``pretrained`` (name, path, or a loaded model with ``.card``) on the CSV ``data``.
+    """Fine-tune ``pretrained`` (name, path, or a loaded model with ``.card``) on ``data``: the path
+    of a CSV, featurized with the checkpoint's featurizer, or a :class:`~zoo.data.GraphData` (e.g.
+    ``load_graph_dataset("bbbp", featurizer=...)``) featurized alike, whose split every seed uses
+    (``smiles_col`` and ``split`` then do not apply; ``target_cols`` defaults to its card's).
 
     ``task``: ``"regression"`` (selects on RMSE; reports RMSE, MAE, R2) or ``"classification"``
     (0/1 labels; selects on ROC-AUC; reports ROC-AUC, AP). Empty target cells are missing labels,
@@ -60,9 +65,14 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
     if task not in TASKS:
         raise TransferError(f"task must be one of {list(TASKS)}, got {task!r}")
     graph_task, metric, reported = TASKS[task]
+    if isinstance(data, GraphData) and not target_cols:
+        target_cols = data.card.get("source", {}).get("target_columns") or [str(t) for t in range(data.num_tasks)]
     if not target_cols:
         raise TransferError("target_cols is missing: name the CSV column(s) to predict, e.g. target_cols=['pIC50']")
     target_cols = [target_cols] if isinstance(target_cols, str) else list(target_cols)
+    if len(set(target_cols)) < len(target_cols):
+        twice = sorted({c for c in target_cols if target_cols.count(c) > 1})
+        raise TransferError(f"target_cols names {twice} more than once; list each target column once")
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise TransferError(f"epochs must be an int >= 1, got {epochs!r}")
     if lr is not None and not lr > 0:
@@ -73,32 +83,40 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
     if split not in ("random", "scaffold"):
         raise TransferError(f"split must be 'random' or 'scaffold', got {split!r}")
     seeds = list(dict.fromkeys(parse_seeds(seeds if isinstance(seeds, (int, str)) else list(seeds))))
-    path = Path(data)
-    _check_columns(path, smiles_col, target_cols)
+    path = None if isinstance(data, GraphData) else Path(data)
+    where = data.name if path is None else str(path)  # what the data is called in records
+    if path is not None:
+        _check_columns(path, smiles_col, target_cols)
     parent = resolve_model(pretrained)
+    featurizer = card_featurizer(parent.card)
+    if path is None:
+        _check_dataset(data, featurizer, graph_task, target_cols)
     if not isinstance(parent, HasHead):
         raise TransferError(f"architecture {parent.card.get('architecture')!r} has no replaceable head (HasHead); "
                             "fine-tuning needs a graph model with one, such as siggate_gt or gps")
     pe = parent.pe_spec() if isinstance(parent, HasPositionalEncodings) else None
     origin = "from scratch" if from_scratch else _parent_record(pretrained, parent.card)
-    recipe = _recipe(parent.card, path, graph_task, epochs, seeds, lr, batch_size)
+    recipe = _recipe(parent.card, data.name if path is None else path.stem, where, featurizer.name, graph_task,
+                     epochs, seeds, lr, batch_size)
     options = {"smiles_col": smiles_col, "target_cols": target_cols, "task": task, "split": split, "epochs": epochs,
                "seeds": seeds, "freeze_encoder": freeze_encoder, "from_scratch": from_scratch, "lr": lr,
                "batch_size": batch_size, "out": os.fspath(out), "strict": strict}
     source = os.fspath(pretrained) if isinstance(pretrained, (str, os.PathLike)) else "<loaded model>"
-    command = (f"zoo.transfer.finetune({source!r}, {os.fspath(data)!r}, "
+    command = (f"zoo.transfer.finetune({source!r}, {where!r}, "
                + ", ".join(f"{key}={value!r}" for key, value in options.items()) + ")")
     out = Path(out)
     datasets = {}
     for seed in seeds:  # every seed's split is checked before any training starts
-        datasets[seed] = load_csv_dataset(path, smiles_col, target_cols, task=graph_task, metric=metric,
-                                          split=split, seed=seed, strict=strict, pe=pe, progress=progress)
+        datasets[seed] = data if path is None else load_csv_dataset(
+            path, smiles_col, target_cols, task=graph_task, metric=metric, split=split, seed=seed, strict=strict,
+            pe=pe, progress=progress, featurizer=featurizer)
+        _check_labelled(datasets[seed], target_cols, where)
         if graph_task == "graph_classification":
             _check_binary(datasets[seed], target_cols)
         _check_split(datasets[seed], reported, split)
     first = datasets[seeds[0]]
     if first.report:
-        print(f"{path}: skipped {len(first.report)} row(s) with invalid SMILES:\n{format_report(first.report)}")
+        print(f"{where}: skipped {len(first.report)} row(s) with invalid SMILES:\n{format_report(first.report)}")
     runs, trained_with = [], environment()
     for seed, dataset in datasets.items():
         model = _start_model(parent, len(target_cols), seed, from_scratch, freeze_encoder)
@@ -109,7 +127,8 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
                                     extra_metrics=reported)
         card = model_card(f"{recipe.name}_seed{seed}", model, recipe, metrics, trained_with,
                           num_outputs=len(target_cols), target_columns=target_cols, command=command,
-                          split={"kind": split, "seed": seed, "sizes": dataset.sizes, "source": dataset.split_source},
+                          split={"kind": split if path else "given", "seed": seed, "sizes": dataset.sizes,
+                                 "source": dataset.split_source},
                           dataset=_dataset_record(dataset), featurizer=dataset.featurizer, parent=origin,
                           freeze_encoder=freeze_encoder)
         save_pretrained(model, card, seed_dir / "model.safetensors")
@@ -118,7 +137,7 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
                   f"{metrics['final']['val'][metric]:.4f}, test {metric} {metrics['final']['test'][metric]:.4f}")
         runs.append(metrics)
     summary = {
-        "pretrained": origin, "data": str(path), "smiles_column": smiles_col, "target_columns": target_cols,
+        "pretrained": origin, "data": where, "smiles_column": smiles_col, "target_columns": target_cols,
         "task": task, "metric": metric, "metrics": list(reported), "split": split, "epochs": epochs,
         "freeze_encoder": freeze_encoder, "from_scratch": from_scratch, "seeds": seeds,
         "per_seed": {str(seed): {"best_epoch": run["best_epoch"], "val": run["final"]["val"],
@@ -136,6 +155,32 @@ def _check_columns(path: Path, smiles_col: str, target_cols: list[str]) -> None:
         column_indices(path, header, [smiles_col, *target_cols])
     except DatasetError as err:
         raise TransferError(str(err)) from None
+
+
+def _check_dataset(data: GraphData, featurizer, graph_task: str, target_cols: list[str]) -> None:
+    """A loaded dataset must be featurized as the checkpoint was, fit its task and name its targets."""
+    try:
+        made_by = featurizer_from_spec(data.featurizer)
+    except DatasetError as err:
+        raise TransferError(f"dataset {data.name!r}: {err}") from None
+    if type(made_by) is not type(featurizer):
+        raise TransferError(f"dataset {data.name!r} was featurized with {made_by.name!r} but the checkpoint reads "
+                            f"{featurizer.name!r} features; load it with featurizer={featurizer.name!r} "
+                            "(load_graph_dataset / load_csv_dataset), or pass the CSV's path")
+    if data.task != graph_task:
+        raise TransferError(f"dataset {data.name!r} is a {data.task} dataset; pass the matching task=")
+    if len(target_cols) != data.num_tasks:
+        raise TransferError(f"target_cols {target_cols} names {len(target_cols)} column(s) but dataset "
+                            f"{data.name!r} has {data.num_tasks} target(s)")
+
+
+def _check_labelled(dataset, target_cols: list[str], where: str) -> None:
+    """Every target column needs a label somewhere (empty and nan cells are missing labels)."""
+    counts = (~torch.isnan(dataset.targets)).sum(0).tolist()
+    empty = [column for column, count in zip(target_cols, counts) if count == 0]
+    if empty:
+        raise TransferError(f"target column {empty[0]!r} of {where} holds no number in its {len(dataset)} usable "
+                            "row(s) (every cell is empty or nan, a missing label); fill in the labels or leave it out")
 
 
 def _check_binary(dataset, target_cols: list[str]) -> None:
@@ -196,13 +241,16 @@ def _freeze_encoder(model) -> None:
     model.train = train
 
 
-def _recipe(card: dict, path: Path, graph_task: str, epochs: int, seeds: list[int], lr, batch_size):
-    """The checkpoint's recipe retargeted to the CSV: epochs (warm-up scaled), patience = epochs."""
+def _recipe(card: dict, name: str, where, featurizer: str, graph_task: str, epochs: int, seeds: list[int], lr,
+            batch_size):
+    """The checkpoint's recipe retargeted to the data ``name`` (read from ``where``, featurized by
+    ``featurizer``): epochs (warm-up scaled), patience = epochs; the model arguments the data fills
+    are left out."""
     raw = copy.deepcopy(card.get("recipe") or {})
-    raw.update(dataset=f"csv:{path.stem}", task=graph_task, seeds=seeds, name=f"finetune_{path.stem}",
-               description=f"fine-tuned on {path}",
-               model={"name": card["architecture"],
-                      **{k: v for k, v in card["model_args"].items() if k != "num_outputs"}})
+    filled = data_arguments(card["architecture"])
+    raw.update(dataset=f"csv:{name}", task=graph_task, seeds=seeds, name=f"finetune_{name}", featurizer=featurizer,
+               description=f"fine-tuned on {where}",
+               model={"name": card["architecture"], **{k: v for k, v in card["model_args"].items() if k not in filled}})
     optim = raw.setdefault("optim", {})
     full = optim.get("epochs", epochs)
     optim["warmup_epochs"] = min(round(optim.get("warmup_epochs", 0) * min(1.0, epochs / full)), epochs - 1)
@@ -222,8 +270,11 @@ def _parent_record(pretrained, card: dict) -> dict:
 
 
 def _dataset_record(dataset) -> dict:
-    """The CSV a model was fine-tuned on, as its card records it."""
+    """The CSV (or the loaded dataset) a model was fine-tuned on, as its card records it."""
     source = dataset.card["source"]
+    if "path" not in source:
+        return {"name": dataset.name, "source": dataset.source, "molecules": len(dataset),
+                "skipped_rows": len(dataset.report)}
     return {"name": dataset.name, "path": str(Path(source["path"]).resolve()), "sha256": source["sha256"],
             "smiles_column": source["smiles_column"], "molecules": len(dataset), "skipped_rows": len(dataset.report)}
 

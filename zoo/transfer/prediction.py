@@ -1,4 +1,5 @@
-"""Predict with a zoo checkpoint on new SMILES, featurized and encoded exactly as in training.
+"""Predict with a zoo checkpoint on new SMILES, featurized by the featurizer its card names (OGB's
+or dgllife's) and encoded exactly as in training.
 
 >>> preds = predict("my_model.safetensors", ["CCO", "c1ccccc1", "not a smiles"])  # doctest: +SKIP
 >>> preds.values.shape, preds.columns, [bad.reason for bad in preds.report]  # doctest: +SKIP
@@ -15,7 +16,8 @@ import torch
 from tqdm.auto import tqdm
 
 from zoo.data.cards import DatasetError
-from zoo.data.molecules import BadSmiles, InvalidSmilesError, check_featurizer_spec, featurize_smiles, format_report
+from zoo.data.featurizers import Featurizer, InvalidSmilesError, featurizer_from_spec
+from zoo.data.molecules import BadSmiles, featurize_smiles, format_report
 from zoo.data.positional import add_positional_encodings
 from zoo.models.capabilities import HasPositionalEncodings
 from zoo.models.pretrained import load_pretrained
@@ -48,7 +50,8 @@ def is_classification(card: dict) -> bool:
 def resolve_model(model) -> torch.nn.Module:
     """``model`` itself if it carries a ``.card``, else :func:`load_pretrained` of a name or path.
 
-    The card must record a featurizer that matches this code's (:func:`check_featurizer_spec`).
+    The card must record a SMILES featurizer that this installation builds with the same layout
+    (:func:`card_featurizer`).
     """
     if isinstance(model, (str, os.PathLike)):
         model = load_pretrained(model)
@@ -58,16 +61,26 @@ def resolve_model(model) -> torch.nn.Module:
             f"{type(model).__name__} has no .card dict; pass a model from zoo.load_pretrained "
             "or a checkpoint name / path."
         )
+    card_featurizer(card)
+    return model
+
+
+def card_featurizer(card: dict) -> Featurizer:
+    """The featurizer a model card names, built from its stored spec; a card without one, one this
+    installation does not build alike, or one that reads no SMILES is a :class:`TransferError`."""
     if "featurizer" not in card:
         raise TransferError(
             "the model card has no 'featurizer', so SMILES cannot be featurized as in its training; "
             "use a checkpoint trained on SMILES-featurized molecules (OGB smiles2graph features)."
         )
     try:
-        check_featurizer_spec(card["featurizer"])
+        featurizer = featurizer_from_spec(card["featurizer"])
     except DatasetError as err:
         raise TransferError(str(err)) from None
-    return model
+    if not featurizer.featurizes_smiles:
+        raise TransferError(f"the model was trained on {featurizer.name!r} graphs, which no SMILES featurizer "
+                            "makes; fine-tune or predict with a checkpoint trained on SMILES")
+    return featurizer
 
 
 def predict(model, smiles: Sequence[str] | str, *, batch_size: int = 128, strict: bool = False,
@@ -83,7 +96,7 @@ def predict(model, smiles: Sequence[str] | str, *, batch_size: int = 128, strict
         raise TransferError(f"batch_size must be an int >= 1, got {batch_size!r}")
     if not smiles:
         raise TransferError("no SMILES to predict: pass a non-empty list of SMILES strings")
-    graphs, kept, problems = featurize_smiles(smiles, progress=progress)
+    graphs, kept, problems = featurize_smiles(smiles, card_featurizer(model.card), progress=progress)
     report = [BadSmiles(i, i + 1, s, why) for i, s, why in problems]
     if report and (strict or not graphs):
         why = "strict mode" if strict else "none of them is valid"
