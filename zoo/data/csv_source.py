@@ -31,17 +31,17 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from zoo.data.cards import DatasetError, card_path, load_card
 from zoo.data.dgllife_source import read_dgllife_table
 from zoo.data.featurizers import DEFAULT_FEATURIZER, Featurizer, featurizer_from_spec, smiles_featurizers
-from zoo.data.cards import DatasetError, card_path, load_card
 from zoo.data.graph_data import GRAPH_TASKS, SPLITS, GraphData
 from zoo.data.mirror import Roots, ensure_raw_folder, resolve_roots, sha256_file
 from zoo.data.molecules import BadSmiles, SmilesTable, read_smiles_csv
 from zoo.data.scaffold import scaffold_split
 
+CACHE_VERSION = 2  # bump when a cached featurized dataset would change
 CSV_KINDS = ("csv", "dgllife")
 """The source kinds whose table is a CSV of SMILES featurized here."""
-CACHE_VERSION = 2  # bump when a cached featurized dataset would change
 
 
 def load_csv_card(card: dict, roots: Roots, *, limit: int | None, seed: int, progress: bool,
@@ -95,8 +95,8 @@ def load_csv_dataset(
     limit: int | None = None,
     pe=None,
     cache_root: str | Path | None = None,
-    featurizer: Featurizer | dict | str | None = None,
     progress: bool = True,
+    featurizer: Featurizer | dict | str | None = None,
 ) -> GraphData:
     """A user's CSV of SMILES and targets, featurized by ``featurizer`` (a featurizer, its spec or
     name; default OGB's ``smiles2graph`` layout, that of the shipped checkpoints).
@@ -111,8 +111,8 @@ def load_csv_dataset(
         raise ValueError(f"task must be one of {GRAPH_TASKS}, got {task!r}")
     metric = metric or ("mae" if task == "graph_regression" else "roc_auc")
     path = Path(path)
-    featurizer = featurizer_from_spec(featurizer or DEFAULT_FEATURIZER)
     target_cols = [target_cols] if isinstance(target_cols, str) else list(target_cols)
+    featurizer = featurizer_from_spec(featurizer or DEFAULT_FEATURIZER)
     table = read_smiles_csv(path, smiles_col, target_cols, strict=strict, limit=limit,
                             progress=progress, featurizer=featurizer)
     fractions = (frac_train, frac_valid, 1 - frac_train - frac_valid)
