@@ -35,7 +35,9 @@ HIGHER_FLOORS = {"nn", "models", "engine", "analysis", "transfer", "baselines"}
 FEATURIZERS = {"ogb-smiles2graph", "benchmarking-gnns-zinc-typedict"}
 SOURCE_FIELDS = {"dgl": {"dgl_class", "url", "raw_folder", "files"},
                  "ogb": {"ogb_name", "url"},
-                 "csv": {"url", "raw_folder", "files", "file_urls", "smiles_column"}}
+                 "csv": {"url", "raw_folder", "files", "file_urls", "smiles_column"},
+                 "dgllife": {"dgllife_class", "dgllife_zip", "url", "raw_folder", "files", "file_urls", "smiles_column",
+                             "target_columns"}}
 
 
 def _sources(card):
@@ -56,7 +58,7 @@ def _offline_folder(source, zoo_data):
 def test_shipped_cards_come_from_the_checkout_datasets_folder(monkeypatch):
     monkeypatch.delenv("ZOO_CARDS", raising=False)
     assert package_cards_dir() == REPO / "datasets" and cards_dirs() == [REPO / "datasets"]
-    assert list_cards() == SHIPPED and len(SHIPPED) == 19
+    assert list_cards() == SHIPPED and len(SHIPPED) == 20
     assert card_path("cora") == REPO / "datasets" / "cora.yaml"
 
 
@@ -141,7 +143,7 @@ def test_card_schema(name):
         assert source["url"].startswith("http")
         hashes = list((source.get("files") or {}).values())
         assert all(h is None or re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes)
-        if source["kind"] == "csv":
+        if source["kind"] in ("csv", "dgllife"):
             assert "target_columns" in source or "target_function" in source
             assert set(source["file_urls"]) == set(source["files"])
 
@@ -181,7 +183,7 @@ def _esol(change=lambda card: None):
     (lambda c: c.update(task="link_prediction"), "task 'link_prediction' is not one of"),
     (lambda c: c.pop("num_tasks"), "lacks 'num_tasks', which graph_regression cards need"),
     (lambda c: c["source"].update(kind="npz"), "source.kind 'npz' is not one of dgl, ogb, csv"),
-    (lambda c: c["source"].pop("smiles_column"), "source of kind csv lacks 'smiles_column'"),
+    (lambda c: c["source"].pop("smiles_column"), "source of kind dgllife lacks 'smiles_column'"),
     (lambda c: c["source"].pop("target_columns"), "needs target_columns or target_function"),
     (lambda c: c["source"]["files"].update({"delaney-processed.csv": "ABC"}), "must be a lowercase hex sha256"),
     (lambda c: c["split"].pop("fractions"), "a random split needs fractions"),
@@ -235,7 +237,7 @@ def test_card_loads_from_its_offline_copy(name, zoo_data, zoo_cache):
     source = present[0]["kind"]
     data = load_graph_dataset(name, limit=None if source == "dgl" else 200, source=source, progress=False, **roots)
     assert data.num_tasks == card["num_tasks"] and data.metric == card["metric"]
-    assert data.featurizer["name"] == card["featurizer"] and len(data) >= 199
+    assert data.featurizer["name"] == card["featurizer"] and len(data) + len(data.report) >= 199
     parts = [set(v.tolist()) for v in data.split.values()]
     assert sum(map(len, parts)) == len(set().union(*parts)) and max(set().union(*parts)) < len(data)
     if "sizes" in card["split"] and source == card["source"]["kind"] and source == "dgl":

@@ -26,6 +26,8 @@ SOURCE_KEYS = {
     "dgl": ("dgl_class", "url", "raw_folder", "files"),
     "ogb": ("ogb_name", "url"),
     "csv": ("url", "raw_folder", "files", "file_urls", "smiles_column"),
+    "dgllife": ("dgllife_class", "dgllife_zip", "url", "raw_folder", "files", "file_urls", "smiles_column",
+                "target_columns"),
 }
 """Each ``source.kind`` with the source fields it needs."""
 CSV_SPLITS = ("fixed_index_file", "scaffold", "random")
@@ -152,14 +154,15 @@ def _source_problems(source: object, split: object, where: str) -> list[str]:
         return [f"{where}.files must map each file name to its sha256"]
     problems += [f"{where}.files[{file!r}] must be a lowercase hex sha256 (64 digits) or null"
                  for file, sha in files.items() if sha is not None and not _SHA256.fullmatch(str(sha))]
-    if kind == "csv":
+    if kind in ("csv", "dgllife"):
         if len(files) > 1 and source.get("table") not in files:
-            problems.append(f"{where} of kind csv with several files needs table: <one of them>")
+            problems.append(f"{where} of kind {kind} with several files needs table: <one of them>")
         if not ("target_columns" in source or "target_function" in source):
-            problems.append(f"{where} of kind csv needs target_columns or target_function")
+            problems.append(f"{where} of kind {kind} needs target_columns or target_function")
         protocol = split.get("protocol") if isinstance(split, dict) else None
         if protocol not in CSV_SPLITS:
-            problems.append(f"the split of a csv source must have protocol {' | '.join(CSV_SPLITS)}, not {protocol!r}")
+            problems.append(f"the split of a {kind} source must have protocol {' | '.join(CSV_SPLITS)}, "
+                            f"not {protocol!r}")
         elif protocol == "fixed_index_file" and split.get("index_file") not in files:
             problems.append("split.index_file must name one of the source's files")
         elif protocol != "fixed_index_file" and len(split.get("fractions") or ()) != 3:
