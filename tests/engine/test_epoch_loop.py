@@ -1,0 +1,61 @@
+"""run_epochs: early stopping by hand-made curves, best weights, and resume after a kill."""
+import pytest
+import torch
+
+from zoo.engine.epoch_loop import LAST, finish, run_epochs
+
+
+def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None):
+    """A linear model stepped by SGD each epoch; ``scores[e]`` is epoch e's validation value."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 3), torch.randn(16, 1)
+
+    def train_epoch(epoch):
+        if epoch == fail_at:
+            raise KeyboardInterrupt
+        optimizer.zero_grad()
+        noise = torch.randn(16, 1) * 0.01  # uses the RNG, so a resume must restore it
+        loss = torch.nn.functional.mse_loss(model(x) + noise, y)
+        loss.backward()
+        optimizer.step()
+        return {"train_loss": float(loss)}
+
+    it = iter(range(len(scores)))
+    state = run_epochs(model=model, optimizers=[optimizer], run_dir=tmp_path, epochs=epochs or len(scores),
+                       patience=patience, train_epoch=train_epoch, evaluate=lambda: {"val_mae": scores[next(it)]},
+                       monitor="val_mae", mode=mode, progress=False)
+    return state, model
+
+
+def test_stops_after_patience_epochs_without_improvement(tmp_path):
+    state, _ = _loop(tmp_path, [5.0, 4.0, 4.5, 4.0, 3.0, 1.0], patience=2)
+    assert (state["epoch"], state["best_epoch"], state["best"], state["stopped_early"]) == (4, 1, 4.0, True)
+    assert [row["val_mae"] for row in state["curves"]] == [5.0, 4.0, 4.5, 4.0]
+
+
+def test_max_mode_and_best_weights_are_the_best_epochs(tmp_path):
+    state, model = _loop(tmp_path, [0.1, 0.7, 0.3], patience=5, mode="max")
+    assert (state["best_epoch"], state["stopped_early"]) == (1, False)
+    assert not torch.equal(state["best_model"]["weight"], model.state_dict()["weight"])  # trained on after it
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
+    scores = [5.0, 4.0, 3.5, 3.0, 2.0]
+    whole, whole_model = _loop(tmp_path / "whole", scores)
+    with pytest.raises(KeyboardInterrupt):
+        _loop(tmp_path / "killed", scores, fail_at=3)
+    assert (tmp_path / "killed" / LAST).exists()
+    resumed, resumed_model = _loop(tmp_path / "killed", scores[3:], epochs=5)  # evaluate() restarts at epoch 3
+    assert resumed["epoch"] == whole["epoch"] == 5
+    assert [r["train_loss"] for r in resumed["curves"]] == [r["train_loss"] for r in whole["curves"]]
+    for key, value in whole_model.state_dict().items():  # the same arithmetic on the same machine
+        assert torch.equal(value, resumed_model.state_dict()[key]), key
+    finish(tmp_path / "killed")
+    assert not (tmp_path / "killed" / LAST).exists()
+
+
+def test_bad_mode_is_named(tmp_path):
+    with pytest.raises(ValueError, match="mode must be 'min' or 'max', got 'up'"):
+        _loop(tmp_path, [1.0], mode="up")
