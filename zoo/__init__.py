@@ -11,8 +11,15 @@
 The functions are imported on first use, so ``import zoo`` itself stays light.
 """
 import importlib
+import os
+import sys
 
 from zoo._version import __version__
+
+if os.environ.get("ZOO_OFFLINE", "").strip().lower() in ("1", "true"):
+    # ogb, which dgl.data imports, asks PyPI for its latest version in a thread on import unless
+    # the `outdated` package is missing: hide it, so an offline run opens no network connection.
+    sys.modules.setdefault("outdated", None)
 __all__ = ["create_model", "finetune", "list_models", "load_pretrained", "predict", "save_pretrained"]
 _HOMES = {"create_model": "zoo.models", "list_models": "zoo.models",
           "load_pretrained": "zoo.models", "save_pretrained": "zoo.models",

@@ -25,13 +25,14 @@ from zoo.data.graph_datasets import load_graph_dataset
 from zoo.data.molecules import BadSmiles, CsvError, SmilesTable, penalized_logp, read_smiles_csv
 from zoo.data.node_datasets import NodeData, load_node_dataset
 from zoo.data.positional import PESpec, add_positional_encodings, laplacian_pe, random_walk_se
+from zoo.data.remote import DownloadError, download
 from zoo.data.scaffold import scaffold_split
 
 __all__ = [
     "FEATURIZERS", "FEATURIZER_SPEC", "BadSmiles", "ChecksumMismatchError", "CsvError", "DatasetError",
-    "DatasetNotFoundError", "DgllifeFeaturizer", "Featurizer", "GraphData", "InvalidSmilesError", "NodeData",
-    "OgbFeaturizer", "PESpec", "SmilesTable", "add_positional_encodings", "check_featurizer_spec", "collate",
-    "csv_card_file", "featurizer_from_spec", "laplacian_pe", "list_cards", "load_card", "load_csv_dataset",
-    "load_graph_dataset", "load_node_dataset", "make_dataloaders", "penalized_logp", "random_walk_se",
-    "read_smiles_csv", "scaffold_split", "smiles_to_graph",
+    "DatasetNotFoundError", "DgllifeFeaturizer", "DownloadError", "Featurizer", "GraphData", "InvalidSmilesError",
+    "NodeData", "OgbFeaturizer", "PESpec", "SmilesTable", "add_positional_encodings", "check_featurizer_spec",
+    "collate", "csv_card_file", "download", "featurizer_from_spec", "laplacian_pe", "list_cards", "load_card",
+    "load_csv_dataset", "load_graph_dataset", "load_node_dataset", "make_dataloaders", "penalized_logp",
+    "random_walk_se", "read_smiles_csv", "scaffold_split", "smiles_to_graph",
 ]

@@ -1,0 +1,106 @@
+"""Verified downloads: a file reaches its place only once it is complete and its sha256 is right.
+
+:func:`download` streams a URL into ``.<name>.<random>.part`` beside the destination, hashing the
+bytes as they arrive, and renames it into place only when the transfer is complete (as long as
+``Content-Length`` says) and the sha256 is the expected one. An interrupted or wrong download
+leaves no file behind that a later load could trust. ``ZOO_OFFLINE=1`` refuses before any socket
+is opened. Every failure is one line (:class:`DownloadError` or :class:`ChecksumMismatchError`).
+
+>>> download("https://example.org/w.safetensors", "cache/w.safetensors", "9f86d0...")  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import urllib.error
+import urllib.request
+import uuid
+import zipfile
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from zoo.data.cards import ChecksumMismatchError, DatasetError, DatasetNotFoundError
+
+TIMEOUT = 60.0
+"""Seconds a connection or a read may stall before the download fails."""
+_TRUE = ("1", "true")
+
+
+class DownloadError(DatasetNotFoundError):
+    """A file could not be fetched: offline mode, a network or HTTP error, or a cut transfer."""
+
+
+def offline_from_env() -> bool:
+    """True when ``$ZOO_OFFLINE`` is ``1`` or ``true`` (any case)."""
+    return os.environ.get("ZOO_OFFLINE", "").strip().lower() in _TRUE
+
+
+def download(url: str, dest: str | Path, sha256: str | None, progress: bool = True, *,
+             offline: bool | None = None, timeout: float = TIMEOUT) -> str:
+    """Fetch ``url`` into ``dest`` (a tqdm bar when ``progress``) and return its sha256.
+
+    ``sha256`` is the expected hex digest: a mismatch deletes the download and raises
+    :class:`ChecksumMismatchError`. ``None`` skips the check (the caller must verify the returned
+    digest). ``offline`` (default: ``$ZOO_OFFLINE``) refuses without touching the network.
+    """
+    dest = Path(dest)
+    if offline is None:
+        offline = offline_from_env()
+    if offline:
+        pin = f" (sha256 {sha256})" if sha256 else ""
+        raise DownloadError(f"Offline mode is on (ZOO_OFFLINE): {url} was not downloaded. Put the file at "
+                            f"{dest}{pin} by hand, or unset ZOO_OFFLINE.")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
+    try:
+        actual = _fetch(url, part, progress, timeout, dest.name)
+        if sha256 is not None and actual != sha256.lower():
+            raise ChecksumMismatchError(
+                f"Checksum mismatch for {url}: expected sha256 {sha256.lower()}, got {actual}; the "
+                f"download was deleted. The server's file is not the pinned one (or was corrupted "
+                f"on the way): retry, and if it persists, check the source before changing the pin.")
+        os.replace(part, dest)
+        return actual
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _fetch(url: str, part: Path, progress: bool, timeout: float, label: str) -> str:
+    """Stream ``url`` into ``part``; the sha256, or DownloadError when the transfer fails or is cut."""
+    digest, size = hashlib.sha256(), 0
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            with tqdm(total=total, unit="B", unit_scale=True, desc=label, disable=not progress, leave=False) as bar:
+                while chunk := response.read(1 << 20):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    size += len(chunk)
+                    bar.update(len(chunk))
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+        reason = f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError) else getattr(
+            exc, "reason", None) or exc
+        raise DownloadError(f"Downloading {url} failed ({type(exc).__name__}: {reason}); nothing was kept. "
+                            "Retry, or fetch the file by hand.") from None
+    if total is not None and size != total:
+        raise DownloadError(f"Downloading {url} was cut off after {size} of {total} bytes; nothing was kept. "
+                            "Retry, or fetch the file by hand.")
+    return digest.hexdigest()
+
+
+def unzip(archive: Path, folder: Path, origin: str, names=None) -> None:
+    """Extract ``names`` (default: every member) of the zip downloaded from ``origin`` into ``folder``.
+
+    Member paths are sanitised by :mod:`zipfile` (no absolute paths, no ``..``); a corrupt archive
+    is a one-line :class:`DatasetError`.
+    """
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            members = zf.namelist() if names is None else [n for n in names if n in set(zf.namelist())]
+            for name in members:
+                zf.extract(name, folder)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DatasetError(f"The file downloaded from {origin} is not a readable zip archive ({exc}).") from None
