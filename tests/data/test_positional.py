@@ -3,6 +3,8 @@ import dgl
 import numpy as np
 import pytest
 import torch
+from safetensors import safe_open
+from safetensors.torch import load
 
 from zoo.data import positional
 from zoo.data.positional import (
@@ -154,3 +156,29 @@ def test_add_pe_without_id_or_spec(tmp_path):
     graphs = add_positional_encodings(_graph_list(), {"rwse_k": 2}, progress=False)
     assert all("rwse" in g.ndata and "lap_eigvec" not in g.ndata for g in graphs)
     assert all(not g.ndata.keys() for g in add_positional_encodings(_graph_list(), None))
+
+
+def test_pe_cache_is_safetensors_with_the_spec_in_its_header(tmp_path):
+    spec = {"lap_k": 2, "rwse_k": 3}
+    add_positional_encodings(_graph_list(), spec, dataset_id="toy", cache_root=tmp_path, progress=False)
+    path = pe_cache_path("toy", spec, tmp_path)
+    assert path.suffix == ".safetensors" and [p.name for p in path.parent.iterdir()] == [path.name]
+    with safe_open(str(path), "pt") as f:
+        assert sorted(f.keys()) == ["lap_eigval", "lap_eigvec", "num_nodes", "rwse"]
+        assert f.metadata() == {"dataset_id": "toy", "spec": '{"lap_k": 2, "rwse_k": 3, "version": 1}', "graphs": "4"}
+
+
+@pytest.mark.parametrize("content", ["payload", "truncated", "empty"])
+def test_unreadable_pe_cache_is_recomputed_with_one_line_and_runs_nothing(content, tmp_path, payload):
+    spec, marker = {"rwse_k": 3}, tmp_path / "payload-ran"
+    first = add_positional_encodings(_graph_list(), spec, dataset_id="toy", cache_root=tmp_path, progress=False)
+    path = pe_cache_path("toy", spec, tmp_path)
+    good = path.read_bytes()
+    cached = load(good)
+    path.write_bytes({"payload": payload(marker), "truncated": good[: len(good) // 2], "empty": b""}[content])
+    with pytest.warns(UserWarning, match=f"PE cache {path} is unreadable .*; recomputing it") as record:
+        again = add_positional_encodings(_graph_list(), spec, dataset_id="toy", cache_root=tmp_path, progress=False)
+    assert not marker.exists() and "\n" not in str(record[0].message)
+    assert all(torch.equal(a.ndata["rwse"], b.ndata["rwse"]) for a, b in zip(first, again))
+    rewritten = load(path.read_bytes())
+    assert all(torch.equal(rewritten[key], cached[key]) for key in ("num_nodes", "rwse")) and len(rewritten) == 2

@@ -32,6 +32,7 @@ import json
 import os
 import re
 import uuid
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -40,6 +41,7 @@ import dgl
 import numpy as np
 import scipy.sparse as sp
 import torch
+from safetensors.torch import load, save_file
 from scipy.sparse.linalg import eigsh
 from tqdm.auto import tqdm
 
@@ -174,11 +176,12 @@ def add_positional_encodings(
 ) -> list[dgl.DGLGraph]:
     """Store ``ndata['lap_eigvec']``, ``ndata['lap_eigval']`` and/or ``ndata['rwse']`` on ``graphs``.
 
-    With ``dataset_id`` the encodings are cached in ``<cache_root>/pe/<dataset_id>/<spec key>.pt``
-    (``cache_root`` defaults to ``$ZOO_CACHE``, else ~/.cache/zoo) and later calls load them
-    instead of recomputing. ``dataset_id`` must name the exact list of graphs (dataset, source
-    file hash, featurizer, subset); node counts are checked on load. Graphs are changed in
-    place and returned.
+    With ``dataset_id`` the encodings are cached in ``<cache_root>/pe/<dataset_id>/<spec key>.safetensors``
+    (``cache_root`` defaults to ``$ZOO_CACHE``, else ~/.cache/zoo; safetensors holds tensors
+    only, so reading it cannot run code) and later calls load them instead of recomputing; an
+    unreadable cache file is recomputed with a one-line warning. ``dataset_id`` must name the
+    exact list of graphs (dataset, source file hash, featurizer, subset); node counts are
+    checked on load. Graphs are changed in place and returned.
 
     >>> add_positional_encodings(graphs, {"lap_k": 8, "rwse_k": 16}, dataset_id="zinc_smiles-ab12")  # doctest: +SKIP
     """
@@ -202,7 +205,7 @@ def pe_cache_path(dataset_id: str, spec, cache_root: str | Path | None = None) -
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", dataset_id)[:80]
     if safe != dataset_id:  # keep distinct ids distinct after sanitising
         safe = f"{safe}-{hashlib.sha1(dataset_id.encode()).hexdigest()[:8]}"
-    return cache_root / "pe" / safe / f"{PESpec.from_any(spec).key()}.pt"
+    return cache_root / "pe" / safe / f"{PESpec.from_any(spec).key()}.safetensors"
 
 
 def _adjacency(g: dgl.DGLGraph, dense: bool):
@@ -218,15 +221,20 @@ def _adjacency(g: dgl.DGLGraph, dense: bool):
 
 
 def _load_cached(path: Path, graphs: list) -> dict | None:
-    """The cached encodings, or None if absent; an outdated or mismatched file is an error."""
+    """The cached encodings, or None if absent or unreadable (warned); a file for other graphs is an error."""
     if not path.is_file():
         return None
-    pe = torch.load(path, weights_only=True)
+    try:
+        pe = load(path.read_bytes())  # a copy, not a memory map the file could be truncated under
+        cached = pe["num_nodes"]
+    except Exception as exc:  # noqa: BLE001 (safetensors raises several kinds on a corrupt file)
+        warnings.warn(f"PE cache {path} is unreadable ({type(exc).__name__}: {exc}); recomputing it.", stacklevel=3)
+        return None
     counts = torch.tensor([g.num_nodes() for g in graphs], dtype=torch.long)
-    if not torch.equal(pe["num_nodes"], counts):
+    if not torch.equal(cached, counts):
         raise ValueError(
-            f"PE cache {path} was computed for other graphs ({len(pe['num_nodes'])} graphs, "
-            f"{int(pe['num_nodes'].sum())} nodes; now {len(counts)} graphs, {int(counts.sum())} "
+            f"PE cache {path} was computed for other graphs ({len(cached)} graphs, "
+            f"{int(cached.sum())} nodes; now {len(counts)} graphs, {int(counts.sum())} "
             "nodes). The dataset_id does not identify the graphs uniquely: include the source "
             "hash and subset in it, or delete the file."
         )
@@ -234,13 +242,15 @@ def _load_cached(path: Path, graphs: list) -> dict | None:
 
 
 def _save_atomic(pe: dict, spec: PESpec, dataset_id: str, path: Path) -> None:
-    """torch.save to a temporary name, then rename, with a readable sidecar of the spec."""
+    """Write the safetensors file (the spec and dataset_id in its header) under a temporary name, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    torch.save(pe, tmp)
-    os.replace(tmp, path)
-    meta = {"dataset_id": dataset_id, "spec": spec.to_dict(), "graphs": len(pe["num_nodes"])}
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+    meta = {"dataset_id": dataset_id, "spec": json.dumps(spec.to_dict()), "graphs": str(len(pe["num_nodes"]))}
+    try:
+        save_file({k: v.contiguous() for k, v in pe.items()}, tmp, metadata=meta)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _attach(graphs: list, pe: dict) -> None:
