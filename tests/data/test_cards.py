@@ -149,12 +149,30 @@ def test_card_schema(name):
 
 
 @pytest.mark.parametrize("name", sorted(n for n in list_cards() if load_card(n)["source"]["kind"] == "dgl"))
-def test_dgl_card_matches_dgl_url_and_folder(name, tmp_path, monkeypatch):
+def test_dgl_card_matches_dgl_url_folder_and_published_md5s(name, tmp_path, monkeypatch):
+    """The card downloads what DGL would (its URLs) into the folder DGL reads, and carries every
+    checksum DGL's loader publishes for those files (LRGB's md5s)."""
     monkeypatch.delenv("DGL_REPO", raising=False)
-    card = load_card(name)
-    stub = dgl_source._stub(dgl_source.dgl_class(card), tmp_path)
-    assert stub.url.strip() == card["source"]["url"]
-    assert stub.raw_path.rsplit("/", 1)[1] == card["source"]["raw_folder"]
+    source = load_card(name)["source"]
+    stub = dgl_source._stub(dgl_source.dgl_class(load_card(name)), tmp_path)
+    assert stub.url.strip() == source["url"]
+    assert stub.raw_path.rsplit("/", 1)[1] == source["raw_folder"]
+    if hasattr(stub, "md5sum_data"):  # DGL's LRGB classes: a data file and a split file, each with its md5
+        data, split = Path(stub.raw_data_path).name, Path(stub.split_data_path).name
+        assert source["file_urls"] == {data: stub.url.strip(), split: stub.url_stratified_split.strip()}
+        assert source["md5"] == {data: stub.md5sum_data, split: stub.md5sum_stratified_split}
+        assert "dgl/data/lrgb.py" in source["checksum_source"]
+    else:
+        assert "md5" not in source and (source.get("archive") == "zip") == source["url"].endswith(".zip")
+
+
+@pytest.mark.parametrize("name", list_cards())
+def test_every_checksum_names_its_source(name):
+    for source in _sources(load_card(name)):
+        assert source.get("checksum_source"), "say where the card's checksums come from (or that none is published)"
+        pinned = [h for h in [*(source.get("files") or {}).values(), source.get("archive_sha256")] if h]
+        assert ("hashed here" in source["checksum_source"]) == bool(pinned)
+        assert ("none published" in source["checksum_source"]) == (not pinned and not source.get("md5"))
 
 
 @pytest.mark.parametrize("name", list_cards())
@@ -191,6 +209,11 @@ def _esol(change=lambda card: None):
     (lambda c: c["split"].update(protocol="fixed_index_file", index_file="idx.csv"), "index_file must name"),
     (lambda c: c["split"].update(protocol="lrgb"), "protocol fixed_index_file | scaffold | random"),
     (lambda c: c["split"].pop("split_source"), "split lacks 'split_source'"),
+    (lambda c: c["source"].update(archive="tar"), "source.archive must be zip"),
+    (lambda c: c["source"].update(archive_sha256="abc"), "source.archive_sha256 must be a lowercase hex sha256"),
+    (lambda c: c["source"].update(md5={"other.csv": "0" * 32}), "source.md5['other.csv'] must name a file of"),
+    (lambda c: c["source"].update(md5={"delaney-processed.csv": "XYZ"}), "be 32 lowercase hex digits"),
+    (lambda c: c["source"]["file_urls"].update({"extra.csv": "http://x"}), "file_urls must give a URL for each"),
 ])
 def test_card_schema_violations_are_named(change, message, tmp_path):
     with pytest.raises(DatasetError, match=re.escape(message)) as info:
@@ -209,6 +232,10 @@ def test_card_checks_name_and_fallback_split(tmp_path):
     node = yaml.safe_load((REPO / "datasets" / "cora.yaml").read_text())
     node["source"]["kind"] = "csv"
     with pytest.raises(DatasetError, match="node_classification cards need source.kind: dgl"):
+        check_card(node, tmp_path / "cora.yaml")
+    node = yaml.safe_load((REPO / "datasets" / "cora.yaml").read_text())
+    del node["source"]["archive"]
+    with pytest.raises(DatasetError, match="source of kind dgl with several files needs archive: zip"):
         check_card(node, tmp_path / "cora.yaml")
 
 

@@ -72,19 +72,22 @@ def test_a_dgl_graph_dataset_from_one_card(tmp_path, monkeypatch):
 
 
 def test_split_modes_build_one_instance_per_split(tmp_path):
-    """Stand-in ZINC binaries in the cache (the real ones are not staged): train, val, test files."""
+    """Stand-in ZINC binaries in the cache (the real ones are not staged), pinned in a card: train,
+    val, test files."""
     folder = tmp_path / "zinc_8af4f93b"
     folder.mkdir()
     for mode, n in [("train", 5), ("valid", 2), ("test", 3)]:
         graphs = [dgl.graph(([0], [1]), num_nodes=2 + i) for i in range(n)]
         dgl.save_graphs(str(folder / f"ZincDGL_{mode}.bin"), graphs, {"g_label": torch.arange(n).float()})
-    data = dgl_source.load_dgl_graphs(load_card("zinc"), Roots(None, tmp_path, True), limit=None)
+    card = load_card("zinc")
+    card["source"]["files"] = {name: sha256_file(folder / name) for name in card["source"]["files"]}
+    data = dgl_source.load_dgl_graphs(card, Roots(None, tmp_path, True), limit=None)
     assert {k: v.tolist() for k, v in data.split.items()} == {"train": [0, 1, 2, 3, 4], "val": [5, 6], "test": [7, 8, 9]}
     assert data.targets[:, 0].tolist() == [0, 1, 2, 3, 4, 0, 1, 0, 1, 2]
     assert [g.num_nodes() for g in data.graphs[5:7]] == [2, 3]
     assert data.featurizer["name"] == "benchmarking-gnns-zinc-typedict"
     assert data.split_source.startswith("benchmarking-gnns")
-    small = dgl_source.load_dgl_graphs(load_card("zinc"), Roots(None, tmp_path, True), limit=6)
+    small = dgl_source.load_dgl_graphs(card, Roots(None, tmp_path, True), limit=6)
     assert small.sizes == {"train": 5, "val": 1, "test": 0}
 
 

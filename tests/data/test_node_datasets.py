@@ -1,10 +1,11 @@
 """load_node_dataset against published dataset facts, the offline-first file flow, and a new
 dataset added as one card."""
+import io
 import json
+import os
 import shutil
-from pathlib import Path
+import zipfile
 
-import dgl.data
 import pytest
 import torch
 import yaml
@@ -42,7 +43,7 @@ def _masks(data):
 
 
 def _tamper(path):
-    """Flip one byte by writing a new file (the old inode may be hard-linked elsewhere)."""
+    """Flip one byte (in a new file)."""
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     path.unlink()
@@ -52,15 +53,6 @@ def _tamper(path):
 def _copy_texas(zoo_data, root):
     shutil.copytree(zoo_data / TEXAS, root / TEXAS)
     return root
-
-
-def _offline_texas_download(zoo_data):
-    """A stand-in for DGL's download that copies the staged files (no network)."""
-
-    def download(self):
-        shutil.copytree(zoo_data / TEXAS, self.raw_path)
-
-    return download
 
 
 def test_cora_matches_published_statistics(zoo_data, zoo_cache):
@@ -122,14 +114,56 @@ def test_incomplete_data_root_folder_names_missing_file(zoo_data, tmp_path):
         load_node_dataset("texas", data_root=root, cache_root=tmp_path / "cache", offline=True)
 
 
-def test_cache_is_reused_and_not_rehashed(zoo_data, tmp_path, monkeypatch):
+def test_cache_is_reused_and_hashed_on_every_load(zoo_data, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     first = load_node_dataset("texas", 4, data_root=zoo_data, cache_root=cache, offline=True)
-    calls = []
-    monkeypatch.setattr(mirror, "sha256_file", lambda path: calls.append(path))
+    hashed, real = [], mirror.sha256_file
+    monkeypatch.setattr(mirror, "sha256_file", lambda path: hashed.append(path.name) or real(path))
     again = load_node_dataset("texas", 4, data_root=None, cache_root=cache, offline=True)
-    assert calls == []
+    assert sorted(hashed) == sorted(load_card("texas")["source"]["files"])  # every raw file, each once
     assert torch.equal(_masks(first), _masks(again))
+
+
+def test_a_same_size_pickle_with_its_mtime_restored_never_runs(zoo_data, tmp_path, payload):
+    """The issue's raw-file attack: a pickle payload of the same size in place of ind.cora_v2.x,
+    its mtime restored. Without ZOO_DATA it is refused; with it the copy is replaced, with a warning."""
+    cache, marker = tmp_path / "cache", tmp_path / "payload-ran"
+    load_node_dataset("cora", data_root=zoo_data, cache_root=cache, offline=True)
+    raw = cache / "cora_v2_d697a464" / "ind.cora_v2.x"
+
+    def plant():
+        stat = raw.stat()
+        raw.write_bytes(payload(marker, stat.st_size))
+        os.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert raw.stat().st_size == stat.st_size
+
+    plant()
+    with pytest.raises(ChecksumMismatchError, match="ind.cora_v2.x") as info:
+        load_node_dataset("cora", data_root=None, cache_root=cache, offline=True)
+    assert "\n" not in str(info.value) and not marker.exists()
+    with pytest.warns(UserWarning, match="cache copies of ind.cora_v2.x .* replaced them with verified copies"):
+        data = load_node_dataset("cora", data_root=zoo_data, cache_root=cache, offline=True)
+    assert data.graph.num_nodes() == 2708 and not marker.exists()
+
+
+@pytest.mark.parametrize("file", ["cora_v2_dgl_graph.pkl", "cora_v2_dgl_graph.bin"])
+def test_a_payload_in_dgls_processed_cache_is_deleted_unread(file, zoo_data, tmp_path, payload):
+    """DGL unpickles cora_v2_dgl_graph.pkl: a replaced file (or one that was never recorded) is
+    deleted before DGL sees it, with one line, and DGL rebuilds it from the verified raw files."""
+    cache, marker = tmp_path / "cache", tmp_path / "payload-ran"
+    first = load_node_dataset("cora", data_root=zoo_data, cache_root=cache, offline=True)
+    planted = cache / "cora_v2_d697a464" / file
+    planted.write_bytes(payload(marker))
+    with pytest.warns(UserWarning, match=f"{file} differs from the sha256 the zoo recorded; deleted it unread") as record:
+        again = load_node_dataset("cora", data_root=zoo_data, cache_root=cache, offline=True)
+    (line,) = [str(w.message) for w in record if w.category is UserWarning]
+    assert not marker.exists() and "\n" not in line
+    assert torch.equal(again.features, first.features) and torch.equal(again.labels, first.labels)
+    (cache / "cora_v2_d697a464" / mirror.STAMP).unlink()  # no record at all: nothing derived is trusted
+    planted.write_bytes(payload(marker))
+    with pytest.warns(UserWarning, match="has no record of the zoo writing it"):
+        load_node_dataset("cora", data_root=zoo_data, cache_root=cache, offline=True)
+    assert not marker.exists()
 
 
 def test_corrupt_cache_copy_is_detected(zoo_data, tmp_path):
@@ -144,7 +178,8 @@ def test_corrupt_cache_copy_is_repaired_from_data_root(zoo_data, tmp_path):
     root, cache = _copy_texas(zoo_data, tmp_path / "data"), tmp_path / "cache"
     load_node_dataset("texas", data_root=root, cache_root=cache)
     _tamper(cache / TEXAS / "out1_graph_edges.txt")
-    data = load_node_dataset("texas", data_root=root, cache_root=cache, offline=True)
+    with pytest.warns(UserWarning, match="cache copies of out1_graph_edges.txt .* replaced them with verified"):
+        data = load_node_dataset("texas", data_root=root, cache_root=cache, offline=True)
     assert data.graph.num_nodes() == 183
     expected = load_card("texas")["source"]["files"]["out1_graph_edges.txt"]
     assert mirror.sha256_file(cache / TEXAS / "out1_graph_edges.txt") == expected
@@ -168,37 +203,43 @@ def test_defaults_come_from_environment(tmp_path, monkeypatch):
     assert str(tmp_path / "cache" / "questions_c19775c2") in str(info.value)
 
 
-def test_download_is_verified_then_cached(zoo_data, tmp_path, monkeypatch):
-    monkeypatch.setattr(dgl.data.TexasDataset, "download", _offline_texas_download(zoo_data))
+def _texas_zip(zoo_data, tamper=None):
+    """texas.zip as data.dgl.ai serves it (the raw files at the top level), from the staged files."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for path in sorted((zoo_data / TEXAS).iterdir()):
+            data = path.read_bytes()
+            zf.writestr(path.name, data[::-1] if path.name == tamper else data)
+    return buffer.getvalue()
+
+
+def test_download_is_verified_then_cached(zoo_data, tmp_path, loopback, temp_cards):
+    url = loopback.serve("/dataset/texas.zip", _texas_zip(zoo_data))
+    temp_cards("texas", lambda card: card["source"].update(url=url))
     cache = tmp_path / "cache"
     data = load_node_dataset("texas", 2, data_root=None, cache_root=cache, offline=False)
-    assert data.split == 2 and data.graph.num_nodes() == 183
+    assert data.split == 2 and data.graph.num_nodes() == 183 and loopback.requests == ["/dataset/texas.zip"]
     assert sorted(p.name for p in cache.iterdir()) == [TEXAS]  # scratch folder removed
-    monkeypatch.setattr(dgl.data.TexasDataset, "download", None)  # cache only from now on
     assert load_node_dataset("texas", 2, cache_root=cache, offline=True).split == 2
+    assert loopback.requests == ["/dataset/texas.zip"]  # cache only from now on
 
 
-def test_tampered_download_is_rejected(zoo_data, tmp_path, monkeypatch):
-    def download(self):
-        shutil.copytree(zoo_data / TEXAS, self.raw_path)
-        _tamper(Path(self.raw_path) / "out1_graph_edges.txt")
-
-    monkeypatch.setattr(dgl.data.TexasDataset, "download", download)
+def test_tampered_download_is_rejected(zoo_data, tmp_path, loopback, temp_cards):
+    url = loopback.serve("/dataset/texas.zip", _texas_zip(zoo_data, tamper="out1_graph_edges.txt"))
+    temp_cards("texas", lambda card: card["source"].update(url=url))
     cache = tmp_path / "cache"
-    with pytest.raises(ChecksumMismatchError, match="out1_graph_edges.txt"):
+    with pytest.raises(ChecksumMismatchError, match="out1_graph_edges.txt") as info:
         load_node_dataset("texas", cache_root=cache, offline=False)
-    assert list(cache.iterdir()) == []
+    assert "\n" not in str(info.value) and list(cache.iterdir()) == []
 
 
-def test_failed_download_raises_not_found_with_url(tmp_path, monkeypatch):
-    def download(self):
-        raise ConnectionError("no route to host")
-
-    monkeypatch.setattr(dgl.data.TexasDataset, "download", download)
-    with pytest.raises(DatasetNotFoundError, match="no route to host") as info:
-        load_node_dataset("texas", cache_root=tmp_path, offline=False)
-    assert "https://data.dgl.ai/dataset/texas.zip" in str(info.value)
-    assert isinstance(info.value.__cause__, ConnectionError)
+def test_failed_download_raises_not_found_with_url(tmp_path, loopback, temp_cards):
+    url = loopback.url("/dataset/texas.zip")  # nothing served there: HTTP 404
+    temp_cards("texas", lambda card: card["source"].update(url=url))
+    with pytest.raises(DatasetNotFoundError, match="HTTP 404 Not Found") as info:
+        load_node_dataset("texas", cache_root=tmp_path / "cache", offline=False)
+    assert url in str(info.value) and "\n" not in str(info.value)
+    assert list((tmp_path / "cache").iterdir()) == []
 
 
 def test_dgl_repo_override_is_refused(zoo_data, tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """OGB sources on stand-in OGB folders (OGB's files are not staged offline): where the folder is
-looked for, copied and checked, and how graphs, labels and split come out."""
+looked for, copied and verified, how graphs, labels and split come out, and what OGB may read."""
 import re
+import shutil
 import warnings
 
 import dgl
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset
-from zoo.data.mirror import Roots
+from zoo.data.mirror import STAMP, Roots
 from zoo.data.ogb_source import load_ogb
 
 
@@ -31,14 +32,15 @@ def _stand_in(root):
     return folder
 
 
-def test_ogb_folder_in_the_cache_is_read(tmp_path):
-    _stand_in(tmp_path)
-    data = load_ogb(load_card("molhiv"), Roots(None, tmp_path, True), limit=None)
+def test_ogb_folder_is_read(tmp_path):
+    _stand_in(tmp_path / "data")
+    roots = Roots(tmp_path / "data", tmp_path / "cache", True)
+    data = load_ogb(load_card("molhiv"), roots, limit=None)
     assert data.source == "ogb ogbg-molhiv" and data.split_source == "OGB scaffold split (ogbg-molhiv)"
     assert {k: v.tolist() for k, v in data.split.items()} == {"train": list(range(8)), "val": [8], "test": [9]}
     assert data.targets.dtype == torch.float32 and data.targets[:4, 0].tolist() == [0.0, 1.0, 0.0, 1.0]
     assert [g.num_nodes() for g in data.graphs[:4]] == [2, 3, 4, 2]
-    small = load_ogb(load_card("molhiv"), Roots(None, tmp_path, True), limit=9)
+    small = load_ogb(load_card("molhiv"), Roots(None, tmp_path / "cache", True), limit=9)  # the verified copy
     assert small.sizes == {"train": 8, "val": 1, "test": 0}
 
 
@@ -50,14 +52,42 @@ def test_ogb_folder_in_zoo_data_is_copied_and_preferred_over_the_fallback(tmp_pa
         data = load_graph_dataset("molhiv", data_root=tmp_path / "data", cache_root=tmp_path / "cache",
                                   offline=True, progress=False)
     assert data.source == "ogb ogbg-molhiv" and len(data) == 10
-    assert (tmp_path / "cache" / "ogb" / "ogbg_molhiv" / "RELEASE_v1.txt").is_file()
+    copy = tmp_path / "cache" / "ogb" / "ogbg_molhiv"
+    assert (copy / "RELEASE_v1.txt").is_file() and (copy / "processed" / "dgl_data_processed").stat().st_nlink == 1
     assert sorted(p.relative_to(source) for p in source.rglob("*")) == before  # ZOO_DATA untouched
 
 
-def test_incomplete_ogb_folder_is_an_error(tmp_path):
-    (_stand_in(tmp_path) / "RELEASE_v1.txt").unlink()
-    with pytest.raises(DatasetError, match="lacks OGB's RELEASE_v\\*.txt"):
+def test_a_payload_planted_in_the_ogb_folder_is_never_read(tmp_path, payload):
+    """OGB's get_idx_split torch.loads split/scaffold/split_dict.pt when it exists (a pickle), and
+    reads processed/dgl_data_processed: a planted split_dict.pt is deleted unread, a replaced
+    processed file is replaced by the verified copy."""
+    _stand_in(tmp_path / "data")
+    roots, marker = Roots(tmp_path / "data", tmp_path / "cache", True), tmp_path / "payload-ran"
+    load_ogb(load_card("molhiv"), roots, limit=None)
+    copy = tmp_path / "cache" / "ogb" / "ogbg_molhiv"
+    (copy / "split" / "scaffold" / "split_dict.pt").write_bytes(payload(marker))
+    with pytest.warns(UserWarning, match="split_dict.pt has no record of the zoo writing it; deleted it unread"):
+        data = load_ogb(load_card("molhiv"), Roots(None, tmp_path / "cache", True), limit=None)
+    assert not marker.exists() and data.sizes == {"train": 8, "val": 1, "test": 1}
+    (copy / "processed" / "dgl_data_processed").write_bytes(payload(marker))
+    with pytest.raises(DatasetError, match="checksum mismatch for .*dgl_data_processed") as info:
+        load_ogb(load_card("molhiv"), Roots(None, tmp_path / "cache", True), limit=None)
+    assert "\n" not in str(info.value) and not marker.exists()
+    with pytest.warns(UserWarning, match="cache copies of processed/dgl_data_processed .* replaced them"):
+        assert len(load_ogb(load_card("molhiv"), roots, limit=None)) == 10
+    shutil.copytree(copy, copy.with_name("ogbg_molhiv_dgl"))  # a folder OGB would prefer to the verified one
+    with pytest.raises(DatasetError, match="OGB would read .*ogbg_molhiv_dgl instead of the verified"):
+        load_ogb(load_card("molhiv"), roots, limit=None)
+    assert not marker.exists()
+
+
+def test_an_unrecorded_or_incomplete_ogb_folder_is_an_error(tmp_path):
+    _stand_in(tmp_path)  # put in the cache by hand: nothing vouches for it
+    with pytest.raises(DatasetError, match=f"has no record of the files the zoo placed there \\({STAMP}\\)"):
         load_ogb(load_card("molhiv"), Roots(None, tmp_path, True), limit=None)
+    (_stand_in(tmp_path / "data") / "RELEASE_v1.txt").unlink()
+    with pytest.raises(DatasetError, match="lacks OGB's RELEASE_v\\*.txt"):
+        load_ogb(load_card("molhiv"), Roots(tmp_path / "data", tmp_path / "cache", True), limit=None)
 
 
 def test_missing_ogb_folder_offline_names_the_url(tmp_path):

@@ -32,6 +32,7 @@ SOURCE_KEYS = {
 """Each ``source.kind`` with the source fields it needs."""
 CSV_SPLITS = ("fixed_index_file", "scaffold", "random")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_MD5 = re.compile(r"[0-9a-f]{32}")
 
 
 class DatasetError(Exception):
@@ -154,6 +155,7 @@ def _source_problems(source: object, split: object, where: str) -> list[str]:
         return [f"{where}.files must map each file name to its sha256"]
     problems += [f"{where}.files[{file!r}] must be a lowercase hex sha256 (64 digits) or null"
                  for file, sha in files.items() if sha is not None and not _SHA256.fullmatch(str(sha))]
+    problems += _download_problems(source, files, where)
     if kind in ("csv", "dgllife"):
         if len(files) > 1 and source.get("table") not in files:
             problems.append(f"{where} of kind {kind} with several files needs table: <one of them>")
@@ -167,4 +169,26 @@ def _source_problems(source: object, split: object, where: str) -> list[str]:
             problems.append("split.index_file must name one of the source's files")
         elif protocol != "fixed_index_file" and len(split.get("fractions") or ()) != 3:
             problems.append(f"a {protocol} split needs fractions: [train, val, test]")
+    return problems
+
+
+def _download_problems(source: dict, files: dict, where: str) -> list[str]:
+    """Problems of the fields that say how a source is downloaded and checked."""
+    problems = []
+    if source.get("archive") not in (None, "zip"):
+        problems.append(f"{where}.archive must be zip (the url is a zip of the files), not {source['archive']!r}")
+    sha = source.get("archive_sha256")
+    if sha is not None and not _SHA256.fullmatch(str(sha)):
+        problems.append(f"{where}.archive_sha256 must be a lowercase hex sha256 (64 digits) or null")
+    md5 = source.get("md5") or {}
+    if not isinstance(md5, dict):
+        return [*problems, f"{where}.md5 must map file names to their published md5"]
+    problems += [f"{where}.md5[{file!r}] must name a file of {where}.files and be 32 lowercase hex digits"
+                 for file, digest in md5.items() if file not in files or not _MD5.fullmatch(str(digest))]
+    urls = source.get("file_urls")
+    if urls is not None and (not isinstance(urls, dict) or set(urls) != set(files)):
+        problems.append(f"{where}.file_urls must give a URL for each file of {where}.files, and only those")
+    if source.get("kind") == "dgl" and urls is None and source.get("archive") is None and len(files) != 1:
+        problems.append(f"{where} of kind dgl with several files needs archive: zip (its url is a zip of "
+                        "them) or file_urls")
     return problems

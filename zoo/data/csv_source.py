@@ -19,7 +19,6 @@ import importlib
 import json
 import os
 import shutil
-import urllib.request
 import uuid
 from dataclasses import asdict
 from pathlib import Path
@@ -177,17 +176,7 @@ def random_split(n: int, fractions: Sequence[float], seed: int) -> dict[str, tor
 
 def _ensure_csv_folder(card: dict, roots: Roots) -> Path:
     """The verified cache copy of a CSV card's raw folder (mirrored, cached or downloaded)."""
-    src = card["source"]
-    (roots.cache / src["raw_folder"]).parent.mkdir(parents=True, exist_ok=True)
-
-    def download(scratch: Path) -> None:
-        target = scratch / src["raw_folder"]
-        target.mkdir(parents=True, exist_ok=True)
-        for name, url in src["file_urls"].items():
-            urllib.request.urlretrieve(url, target / name)
-
-    return ensure_raw_folder(card, download, data_root=roots.data, cache_root=roots.cache,
-                             offline=roots.offline)
+    return ensure_raw_folder(card, data_root=roots.data, cache_root=roots.cache, offline=roots.offline)
 
 
 def _read_table(card: dict, folder: Path, roots: Roots, limit: int | None, progress: bool,

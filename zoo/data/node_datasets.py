@@ -10,7 +10,7 @@ import dgl
 import torch
 
 from zoo.data.cards import DatasetError, card_path, load_card
-from zoo.data.dgl_source import dgl_class, ensure_dgl_raw_folder
+from zoo.data.dgl_source import build_dgl, dgl_class, ensure_dgl_raw_folder
 from zoo.data.mirror import resolve_roots
 
 MASKS = ("train_mask", "val_mask", "test_mask")
@@ -66,7 +66,7 @@ def load_node_dataset(
     cls = dgl_class(card)
     data_root, cache_root, offline = resolve_roots(data_root, cache_root, offline)
     ensure_dgl_raw_folder(card, cls, data_root=data_root, cache_root=cache_root, offline=offline)
-    dataset = cls(raw_dir=str(cache_root), verbose=False)
+    dataset = build_dgl(card, cls, cache_root)
     return _node_data(card, dataset[0], dataset.num_classes, index)
 
 
