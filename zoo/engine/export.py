@@ -18,6 +18,7 @@ import torch
 from zoo.data import DatasetError, featurizer_from_spec, load_card
 from zoo.engine.checkpoint import CheckpointError, load_checkpoint
 from zoo.engine.recipe import Recipe, RecipeError, build_recipe
+from zoo.models.capabilities import HasPositionalEncodings
 from zoo.models.pretrained import PretrainedError, model_from_card, save_pretrained
 from zoo.models.registry import PRETRAINED_DIR
 
@@ -46,7 +47,7 @@ def model_card(name: str, model: torch.nn.Module, recipe: Recipe, metrics: dict,
         "task": recipe.task,
         "metric": metrics["main_metric"],
         **({"featurizer": featurizer} if featurizer else {}),
-        **({"pe_spec": model.pe_spec()} if hasattr(model, "pe_spec") else {}),
+        **({"pe_spec": model.pe_spec()} if isinstance(model, HasPositionalEncodings) else {}),
         **({"dataset": dataset} if dataset else {}),
         "split": split,
         "target_columns": list(target_columns),
