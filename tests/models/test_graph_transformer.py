@@ -194,3 +194,21 @@ def test_ffn_matched_recipe_has_the_gated_parameter_count():
 
     gated, matched = params("zinc_siggate"), params("zinc_gps_ffn_matched")
     assert abs(gated - matched) <= 10 * (2 * 64 + 1) and matched < 500_000  # within one FFN unit per layer
+
+
+def test_ffn_activation_reaches_every_layer_and_relu_stays_the_default():
+    """``ffn_activation="gelu"`` (the paper's FFN, Section 6.2) sets every layer's FFN; the
+    default stays ReLU, so models and checkpoints built before the argument existed are unchanged;
+    the weights (names, shapes, random initialisation) are the same either way."""
+    assert model_arguments("gps")["ffn_activation"].default == "relu"
+    assert model_arguments("siggate_gt")["ffn_activation"].default == "relu"
+    torch.manual_seed(0)
+    relu = SigGateGT(**SMALL)
+    torch.manual_seed(0)
+    gelu = SigGateGT(ffn_activation="gelu", **SMALL)
+    assert all(isinstance(layer.ffn[1], torch.nn.ReLU) for layer in relu.gps_layers())
+    assert all(isinstance(layer.ffn[1], torch.nn.GELU) for layer in gelu.gps_layers())
+    a, b = relu.state_dict(), gelu.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="ffn_activation must be one of"):
+        GPS(ffn_activation="swish", **SMALL)

@@ -96,7 +96,7 @@ def test_ungated_matches_torch_multihead_attention():
 @pytest.mark.parametrize("gate", ["output", "value", "logit"])
 def test_unit_gate_reduces_to_ungated_exactly(gate):
     plain = make_attn(gate="none")
-    gated = make_attn(seed=5, gate=gate, gate_activation="sigmoid2")
+    gated = make_attn(seed=5, gate=gate, gate_activation="twice_sigmoid")
     copy_projections(gated, plain)
     with torch.no_grad():  # 2 * sigmoid(0) = 1 everywhere
         gated.gate_proj.weight.zero_()
@@ -147,7 +147,8 @@ def test_zero_logit_gate_averages_values_over_own_graph():
 
 @pytest.mark.parametrize(
     "gate,per_head,act",
-    [("output", True, "sigmoid"), ("output", False, "tanh"), ("value", True, "sigmoid2"),
+    [("output", True, "sigmoid"), ("output", False, "tanh"), ("value", True, "twice_sigmoid"),
+     ("output", True, "sigmoid_squared"), ("logit", True, "sigmoid_squared"), ("output", True, "sigmoid2"),
      ("value", False, "sigmoid"), ("logit", True, "sigmoid"), ("logit", False, "relu"), ("none", True, "sigmoid")],
 )
 def test_matches_dense_per_graph_reference(gate, per_head, act):
@@ -215,3 +216,69 @@ def test_bad_arguments_are_named():
         GatedMultiheadAttention(12, 3, gate="output", gate_activation="softplus")
     with pytest.raises(ValueError, match=r"\[N, 12\]"):
         GatedMultiheadAttention(12, 3)(batch_of([2]), torch.randn(2, 8))
+
+
+def test_gate_activations_by_hand():
+    """The paper's Table 11 activations, from hand-computed values: sigma(z)^2 is the square of the
+    logistic sigmoid (not 2 sigma(z)); twice_sigmoid is 2 sigma(z), and its old name sigmoid2
+    still means 2 sigma(z), so recipes and checkpoints written with it keep their meaning."""
+    z = torch.tensor([-2.0, 0.0, 0.5, 3.0], dtype=torch.float64)
+    sig = [1 / (1 + math.exp(2.0)), 0.5, 1 / (1 + math.exp(-0.5)), 1 / (1 + math.exp(-3.0))]
+    want = {
+        "sigmoid": sig,
+        "sigmoid_squared": [s * s for s in sig],  # sigma(0) ^ 2 = 0.25, sigma(0.5) ^ 2 = 0.3874
+        "twice_sigmoid": [2 * s for s in sig],
+        "sigmoid2": [2 * s for s in sig],
+        "tanh": [math.tanh(v) for v in (-2.0, 0.0, 0.5, 3.0)],
+        "relu": [0.0, 0.0, 0.5, 3.0],
+    }
+    assert set(GATE_ACTIVATIONS) == set(want)
+    for name, values in want.items():
+        torch.testing.assert_close(GATE_ACTIVATIONS[name](z), torch.tensor(values, dtype=torch.float64),
+                                   atol=1e-15, rtol=0, msg=name)
+    assert abs(want["sigmoid_squared"][2] - 0.38745) < 1e-5
+    assert all(0 < v < 1 for v in want["sigmoid_squared"])  # bounded like sigma, and below it
+    assert all(a < b for a, b in zip(want["sigmoid_squared"], sig))
+
+
+def test_sigmoid_squared_gate_starts_at_sigma_of_the_bias_squared():
+    """With W_g = 0 and the paper's bias 0.5, a sigma^2 output gate scales every head by
+    sigma(0.5)^2 = 0.3874 (a 2 sigma gate would scale by 1.2449)."""
+    plain = make_attn(gate="none")
+    gated = make_attn(seed=5, gate="output", gate_activation="sigmoid_squared")
+    copy_projections(gated, plain)
+    with torch.no_grad():
+        gated.gate_proj.weight.zero_()
+        gated.gate_proj.bias.fill_(0.5)
+    g, h = batch_of([4, 6]), features(10)
+    bias = plain.out_proj.bias
+    scale = (1 / (1 + math.exp(-0.5))) ** 2
+    torch.testing.assert_close(gated(g, h) - bias, scale * (plain(g, h) - bias), atol=1e-12, rtol=0)
+
+
+def test_logit_gate_is_the_papers_g3_element_by_element():
+    """Table 10's G3, softmax(sigma(.) * Q K^T / sqrt(d_k)) V, written out entry by entry in float64:
+    head k's gate is sigma(x_i w_k + b_k) for query node i (the paper gives the gate only node
+    inputs), and the Hadamard product multiplies entry (i, j) of the scaled logits by it. Every
+    row of the attention weights still sums to one (G3 keeps the conservation constraint)."""
+    attn = make_attn(gate="logit", gate_per_head=True, gate_activation="sigmoid", record=True)
+    x = features(5, seed=7)
+    wq, wk, wv = attn.in_proj.weight.split(DIM)
+    bq, bk, bv = attn.in_proj.bias.split(DIM)
+    heads = []
+    for k in range(HEADS):
+        s = slice(k * HEAD_DIM, (k + 1) * HEAD_DIM)
+        q, key, v = x @ wq[s].T + bq[s], x @ wk[s].T + bk[s], x @ wv[s].T + bv[s]
+        g = [1 / (1 + math.exp(-float(x[i] @ attn.gate_proj.weight[k] + attn.gate_proj.bias[k]))) for i in range(5)]
+        out = torch.zeros(5, HEAD_DIM, dtype=torch.float64)
+        for i in range(5):
+            logits = [g[i] * float(q[i] @ key[j]) / math.sqrt(HEAD_DIM) for j in range(5)]
+            top = max(logits)
+            weights = [math.exp(a - top) for a in logits]
+            total = sum(weights)
+            for j in range(5):
+                out[i] += weights[j] / total * v[j]
+        heads.append(out)
+    want = torch.cat(heads, 1) @ attn.out_proj.weight.T + attn.out_proj.bias
+    torch.testing.assert_close(attn(batch_of([5]), x), want, atol=1e-12, rtol=0)
+    torch.testing.assert_close(attn.last_attn.sum(-1), torch.ones(1, HEADS, 5, dtype=torch.float64))

@@ -1,4 +1,6 @@
 """GPSLayer: structure, padding invariance, norms, gradients and parameter counts."""
+import math
+
 import dgl
 import pytest
 import torch
@@ -129,7 +131,7 @@ def test_output_gate_adds_d_squared_plus_d_parameters():
 def test_unit_gate_layer_equals_ungated_layer():
     g, h, e = inputs([random_graph(4, 9, 1), random_graph(6, 11, 2)])
     plain = GPSLayer(DIM, HEADS, gate="none").double().eval()
-    gated = GPSLayer(DIM, HEADS, gate="value", gate_activation="sigmoid2", gate_bias_init=0.0).double().eval()
+    gated = GPSLayer(DIM, HEADS, gate="value", gate_activation="twice_sigmoid", gate_bias_init=0.0).double().eval()
     missing, unexpected = gated.load_state_dict(plain.state_dict(), strict=False)
     assert sorted(missing) == ["attn.gate_proj.bias", "attn.gate_proj.weight"] and not unexpected
     assert all(torch.equal(a, b) for a, b in zip(gated(g, h, e), plain(g, h, e)))
@@ -147,3 +149,23 @@ def test_bad_arguments_are_named():
     g, h, _ = inputs([random_graph(4, 6, 1)])
     with pytest.raises(ValueError, match="needs edge features"):
         GPSLayer(DIM, HEADS, local="gine").double()(g, h)
+
+
+def test_ffn_activation_gelu_is_the_papers_and_relu_stays_the_default():
+    """The SigGate-GT paper's FFN uses GELU (Section 6.2); GraphGPS's and this layer's default is
+    ReLU. The activation has no parameters: the state dict is the same either way, and the
+    FFN is Linear -> act -> dropout -> Linear -> dropout, checked in float64 on one input."""
+    torch.manual_seed(0)
+    relu = GPSLayer(DIM, HEADS, local="gine")
+    torch.manual_seed(0)
+    gelu = GPSLayer(DIM, HEADS, local="gine", ffn_activation="gelu")
+    assert isinstance(relu.ffn[1], torch.nn.ReLU) and isinstance(gelu.ffn[1], torch.nn.GELU)
+    assert {k: v.shape for k, v in relu.state_dict().items()} == {k: v.shape for k, v in gelu.state_dict().items()}
+    x = torch.randn(7, DIM, dtype=torch.float64)
+    ffn = gelu.ffn.double().eval()
+    lin1, lin2 = ffn[0], ffn[3]
+    hidden = x @ lin1.weight.T + lin1.bias
+    exact_gelu = 0.5 * hidden * (1 + torch.erf(hidden / math.sqrt(2)))
+    torch.testing.assert_close(ffn(x), exact_gelu @ lin2.weight.T + lin2.bias, atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="ffn_activation must be one of"):
+        GPSLayer(DIM, HEADS, ffn_activation="swish")

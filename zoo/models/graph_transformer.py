@@ -65,8 +65,9 @@ class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
     ``atom_features``/``bond_features`` > 0, which a trainer fills from the data's featurizer
     (dgllife's: 74 and 12), to a linear layer on float feature vectors. ``ffn_ratio``
     is an integer, as :class:`GPSLayer` takes it; ``ffn_dim`` > 0 sets the FFN width directly
-    (e.g. to match a gated model's parameter count). The head has ``head_layers`` Linear layers,
-    ``dim`` wide with ReLU between them. ``dim`` must be a multiple of ``heads``.
+    (e.g. to match a gated model's parameter count); ``ffn_activation`` is ``"relu"`` (default,
+    GraphGPS's) or ``"gelu"`` (the SigGate-GT paper's, Section 6.2). The head has ``head_layers``
+    Linear layers, ``dim`` wide with ReLU between them. ``dim`` must be a multiple of ``heads``.
 
     >>> model = create_model("gps", num_outputs=1, atom_types=28, bond_types=4)  # doctest: +SKIP
     >>> model.pe_spec()  # doctest: +SKIP
@@ -79,7 +80,7 @@ class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
                  lap_encoder: str = "signnet", dim_pe: Count = 16, rwse_k: Count = 20, atom_types: Types = 0,
                  bond_types: Types = 0, ffn_ratio: Count = 2, head_layers: Count = 2,
                  ffn_dim: Annotated[int, AtLeast(0)] = 0, atom_features: Annotated[int, AtLeast(0)] = 0,
-                 bond_features: Annotated[int, AtLeast(0)] = 0):
+                 bond_features: Annotated[int, AtLeast(0)] = 0, ffn_activation: str = "relu"):
         super().__init__()
         parts = _parse_pe(pe)
         if lap_encoder not in LAP_ENCODERS:
@@ -103,7 +104,7 @@ class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
                                  else TypeDictEncoder(bond_types, dim) if bond_types else BondEncoder(dim))
         self.blocks = nn.ModuleList(
             GPSLayer(dim, heads, local=local, dropout=dropout, attn_dropout=attn_dropout, norm=norm,
-                     ffn_ratio=ffn_ratio, ffn_dim=ffn_dim, **self._gate_options())
+                     ffn_ratio=ffn_ratio, ffn_dim=ffn_dim, ffn_activation=ffn_activation, **self._gate_options())
             for _ in range(layers)
         )
         self.pool = POOLS[pool]()

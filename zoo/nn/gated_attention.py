@@ -12,14 +12,25 @@ where ``X`` is the attention input. Placements:
   node, before the output projection ``W_O``.
 * ``value`` (G2): the gate multiplies each head's values element-wise, per key node, before
   the attention weights are applied.
-* ``logit`` (G3): a scalar gate per query node and head multiplies the scaled logits
-  ``Q_k K_k^T / sqrt(d_k)`` before the softmax (a learned per-query temperature).
+* ``logit`` (G3, the paper's Table 10: ``softmax(act(.) * Q_k K_k^T / sqrt(d_k)) V_k``): the
+  gate multiplies the scaled logits element-wise before the softmax. The paper gives the gate no
+  pair input, only the node states ``X``, so head ``k``'s gate is ``act(X w_k^g + b_k^g)``, one
+  value per query node (``[n, 1]``), and the Hadamard product broadcasts it along the query's
+  row of the ``[n, n]`` logits: row ``i`` of the logits is scaled by ``g_ik`` (a learned
+  per-query temperature). Rows still sum to one after the softmax, as the paper says of G3.
 
 Gate shapes: ``gate_per_head=True`` gives every head its own gate, so ``W_g`` maps ``D -> D``
 (``output``/``value``: ``H`` slices of ``d_k``) or ``D -> H`` (``logit``).
 ``gate_per_head=False`` shares one gate across the heads: ``D -> d_k`` (``output``/``value``)
-or ``D -> 1`` (``logit``). Activations: ``sigmoid``, ``tanh``, ``relu`` and
-``sigmoid2 = 2 * sigmoid`` (range (0, 2), exactly 1 at a zero pre-activation).
+or ``D -> 1`` (``logit``). Activations (``act``):
+
+* ``sigmoid``: ``sigma(z)``, the paper's gate (Eq. 3).
+* ``tanh``, ``relu``: the paper's Table 11 alternatives.
+* ``sigmoid_squared``: ``sigma(z)^2``, the paper's Table 11 ``sigma(.)^2`` (range (0, 1), sparser
+  than ``sigma``; ``sigma(0.5)^2 = 0.387`` at the initial bias).
+* ``twice_sigmoid``: ``2 sigma(z)``, range (0, 2), exactly 1 at a zero pre-activation. Not a
+  paper variant. ``sigmoid2`` is its old name, still accepted so that recipes, run folders and
+  checkpoints written with it keep their meaning (it was never ``sigma^2``).
 
 Initialisation: ``in_proj``/``out_proj`` follow ``torch.nn.MultiheadAttention`` (Xavier-uniform
 input projection, zero biases) and use its parameter layout, so its weights load directly.
@@ -38,11 +49,21 @@ from torch.nn import functional as F
 GATES = ("none", "output", "value", "logit")
 
 
-def _sigmoid2(z: torch.Tensor) -> torch.Tensor:
+def _sigmoid_squared(z: torch.Tensor) -> torch.Tensor:
+    """``sigma(z)^2``, the paper's Table 11 sigma(.)^2."""
+    return torch.sigmoid(z).square()
+
+
+def _twice_sigmoid(z: torch.Tensor) -> torch.Tensor:
+    """``2 sigma(z)``: range (0, 2), 1 at z = 0 (not a paper variant)."""
     return 2.0 * torch.sigmoid(z)
 
 
-GATE_ACTIVATIONS = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": torch.relu, "sigmoid2": _sigmoid2}
+GATE_ACTIVATIONS = {
+    "sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": torch.relu,
+    "sigmoid_squared": _sigmoid_squared, "twice_sigmoid": _twice_sigmoid,
+    "sigmoid2": _twice_sigmoid,  # the old name of twice_sigmoid (2 sigma, not sigma^2): kept for old recipes and runs
+}
 
 
 def to_dense_batch(h: torch.Tensor, batch_num_nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

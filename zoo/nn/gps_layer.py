@@ -5,7 +5,11 @@ Parallel form, as GraphGPS's ``GPSLayer``::
     h_local  = norm(h + dropout(Local(g, h, e)))     # absent for local="none"
     h_global = norm(h + dropout(Global(g, h)))
     h'       = h_local + h_global
-    out      = norm(h' + FFN(h')),  FFN = Linear(D, W) -> ReLU -> dropout -> Linear(W, D) -> dropout, W = ffn_dim or r D
+    out      = norm(h' + FFN(h')),  FFN = Linear(D, W) -> act -> dropout -> Linear(W, D) -> dropout, W = ffn_dim or r D
+
+``act`` is ``ffn_activation``: ``relu`` (GraphGPS's default, and this layer's) or ``gelu`` (the
+SigGate-GT paper's FFN, Section 6.2; ``torch.nn.GELU``, exact erf form). Neither has parameters,
+so the choice does not change the state dict.
 
 Local branches:
 
@@ -33,6 +37,7 @@ from zoo.nn.gated_attention import GatedMultiheadAttention
 
 LOCALS = ("gatedgcn", "gine", "none")
 NORMS = ("batch", "layer")
+FFN_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
 
 
 class GPSLayer(nn.Module):
@@ -65,6 +70,7 @@ class GPSLayer(nn.Module):
         norm: str = "batch",
         ffn_ratio: int = 2,
         ffn_dim: int = 0,
+        ffn_activation: str = "relu",
     ):
         super().__init__()
         if local not in LOCALS:
@@ -73,10 +79,12 @@ class GPSLayer(nn.Module):
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         if not isinstance(ffn_ratio, int) or ffn_ratio < 1:
             raise ValueError(f"ffn_ratio must be a positive integer, got {ffn_ratio!r}")
+        if ffn_activation not in FFN_ACTIVATIONS:
+            raise ValueError(f"ffn_activation must be one of {tuple(FFN_ACTIVATIONS)}, got {ffn_activation!r}")
         if not isinstance(ffn_dim, int) or ffn_dim < 0:
             raise ValueError(f"ffn_dim must be 0 (use ffn_ratio * dim) or a positive width, got {ffn_dim!r}")
         hidden = ffn_dim or ffn_ratio * dim
-        self.dim, self.local_type = dim, local
+        self.dim, self.local_type, self.ffn_activation = dim, local, ffn_activation
         self.attn = GatedMultiheadAttention(
             dim, heads, gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
             gate_bias_init=gate_bias_init, attn_dropout=attn_dropout,
@@ -93,7 +101,7 @@ class GPSLayer(nn.Module):
         self.norm_local = make_norm() if self.local is not None else None
         self.norm_attn = make_norm()
         self.ffn = nn.Sequential(
-            nn.Linear(dim, hidden), nn.ReLU(), nn.Dropout(dropout),
+            nn.Linear(dim, hidden), FFN_ACTIVATIONS[ffn_activation](), nn.Dropout(dropout),
             nn.Linear(hidden, dim), nn.Dropout(dropout),
         )
         self.norm_ffn = make_norm()
@@ -116,4 +124,4 @@ class GPSLayer(nn.Module):
         return self.norm_ffn(out + self.ffn(out)), e
 
     def extra_repr(self) -> str:
-        return f"local={self.local_type!r}"
+        return f"local={self.local_type!r}, ffn_activation={self.ffn_activation!r}"
