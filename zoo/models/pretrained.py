@@ -40,8 +40,9 @@ import safetensors.torch
 import torch
 
 from zoo._atomic import atomic_write
-from zoo.data import DatasetError, check_featurizer_spec
-from zoo.models.registry import PRETRAINED_DIR, create_model, list_models, pretrained_names
+from zoo.data import DatasetError, check_featurizer_spec, download
+from zoo.data.mirror import resolve_roots, sha256_file
+from zoo.models.registry import PRETRAINED_DIR, REMOTE_PRETRAINED, create_model, list_models, pretrained_names
 
 FORMAT = "zoo-pretrained/2"
 LEGACY_FORMAT = "zoo-pretrained/1"
@@ -262,6 +263,22 @@ def _reason(err: Exception) -> str:
     return f"{type(err).__name__}: {lines[0].split('WeightsUnpickler error: ')[-1]}" if lines else type(err).__name__
 
 
+def _fetched(name: str) -> Path:
+    """The weights of remote checkpoint ``name`` in ``$ZOO_CACHE/pretrained``, downloaded (with a
+    progress bar) unless a copy with the pinned sha256 is there; each file is checked on every load."""
+    remote = REMOTE_PRETRAINED[name]
+    folder = resolve_roots().cache / "pretrained"
+    weights = folder / f"{name}.safetensors"
+    for path, url, digest in ((weights, remote.weights_url, remote.weights_sha256),
+                              (weights.with_suffix(".json"), remote.card_url, remote.card_sha256)):
+        if not (path.is_file() and sha256_file(path) == digest.lower()):
+            try:
+                download(url, path, digest)
+            except DatasetError as err:
+                raise PretrainedError(f"pretrained model {name!r}: {err}") from None
+    return weights
+
+
 def _resolve(name_or_path, directory) -> Path:
     """The weights file (``.safetensors`` or legacy ``.pt``) of a checkpoint name in ``directory`` or a path."""
     text = str(name_or_path)
@@ -281,7 +298,9 @@ def _resolve(name_or_path, directory) -> Path:
     for suffix in (".safetensors", ".pt"):
         if (folder / f"{text}{suffix}").is_file():
             return _resolve(folder / f"{text}{suffix}", None)
-    known = pretrained_names(folder)
+    if directory is None and text in REMOTE_PRETRAINED:
+        return _fetched(text)
+    known = sorted({*pretrained_names(folder), *(REMOTE_PRETRAINED if directory is None else ())})
     near = difflib.get_close_matches(text, known, n=1)
     hint = f" Did you mean {near[0]!r}?" if near else ""
     raise PretrainedError(f"no pretrained model named {text!r} in {folder}.{hint} Available: {', '.join(known) or 'none'}.")

@@ -22,6 +22,21 @@ from zoo.models.constraints import Interval
 _MODELS: dict[str, Callable[..., torch.nn.Module]] = {}
 PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
 
+
+@dataclasses.dataclass(frozen=True)
+class RemoteCheckpoint:
+    """A pretrained checkpoint served from URLs: its weights and card, each pinned by sha256."""
+
+    weights_url: str
+    weights_sha256: str
+    card_url: str
+    card_sha256: str
+
+
+REMOTE_PRETRAINED: dict[str, RemoteCheckpoint] = {}
+"""Checkpoints :func:`zoo.load_pretrained` downloads by name (none are hosted yet; see
+:func:`register_remote_pretrained`)."""
+
 # Arguments a trainer fills in from the data, never from a recipe, with the placeholder a dry build
 # uses (0 feature widths: the default, OGB's categorical features).
 DATA_ARGUMENTS = {"in_feats": 1, "num_classes": 1, "num_outputs": 1, "atom_features": 0, "bond_features": 0}
@@ -114,10 +129,27 @@ def _own_arguments(function) -> dict[str, Argument]:
     return arguments
 
 
+def register_remote_pretrained(name: str, **entry: str) -> RemoteCheckpoint:
+    """Make ``load_pretrained(name)`` download a checkpoint pair from URLs, verified by sha256.
+
+    >>> register_remote_pretrained("my_model", weights_url="https://host/my_model.safetensors",
+    ...     weights_sha256="ab" * 32, card_url="https://host/my_model.json", card_sha256="cd" * 32)  # doctest: +SKIP
+    """
+    remote = RemoteCheckpoint(**entry)
+    for field in ("weights_sha256", "card_sha256"):
+        digest = getattr(remote, field)
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest.lower()):
+            raise ValueError(f"{field} of {name!r} is {digest!r}; it must be 64 hex digits (a sha256)")
+    if name in REMOTE_PRETRAINED or name in pretrained_names():
+        raise ValueError(f"pretrained model {name!r} is registered twice")
+    REMOTE_PRETRAINED[name] = remote
+    return remote
+
+
 def list_models(pretrained: bool = False) -> list[str]:
     """Names of all registered architectures, sorted; with ``pretrained=True`` the names of the
-    shipped pretrained checkpoints instead (what :func:`zoo.load_pretrained` accepts)."""
-    return pretrained_names() if pretrained else sorted(_MODELS)
+    pretrained checkpoints instead, shipped and remote (what :func:`zoo.load_pretrained` accepts)."""
+    return sorted({*pretrained_names(), *REMOTE_PRETRAINED}) if pretrained else sorted(_MODELS)
 
 
 def pretrained_names(directory=None) -> list[str]:
