@@ -193,7 +193,10 @@ def test_ffn_matched_recipe_has_the_gated_parameter_count():
         return sum(p.numel() for p in create_model(model["name"], num_outputs=1, **options).parameters())
 
     gated, matched = params("zinc_siggate"), params("zinc_gps_ffn_matched")
-    assert abs(gated - matched) <= 10 * (2 * 64 + 1) and matched < 500_000  # within one FFN unit per layer
+    assert abs(gated - matched) <= 10 * (2 * 64 + 1)  # within one FFN unit per layer
+    # the paper-exact ZINC model (GatedGCN, Section 6.2) is over the 500K budget of Section 6.1;
+    # the GINE variant fits it (recipes/_base/zinc_paper.yaml says so)
+    assert gated > 500_000 > params("zinc_siggate_gine")
 
 
 def test_ffn_activation_reaches_every_layer_and_relu_stays_the_default():
