@@ -5,9 +5,9 @@ PYTHON ?= python3.11
 VENV ?= .venv
 DEFAULT_RECIPE := recipes/zinc_siggate.yaml
 RECIPE ?= $(DEFAULT_RECIPE)
-# The default recipe's full schedule is the paper's (2000 epochs, 4 seeds: days on a CPU).
+# The default recipe's full schedule is the paper's (2000 epochs, 5 seeds: days on a CPU).
 # `make train` runs a shortened schedule of it instead: 10 epochs (the cosine schedule and its
-# warm-up compressed to fit), seed 0. EPOCHS=N / SEEDS=0-3 change it; EPOCHS= runs the full one.
+# warm-up compressed to fit), seed 0. EPOCHS=N / SEEDS=0-4 change it; EPOCHS= runs the full one.
 ifeq ($(RECIPE),$(DEFAULT_RECIPE))
 EPOCHS ?= 10
 SEEDS ?= 0

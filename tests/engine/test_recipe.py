@@ -125,12 +125,13 @@ def test_epoch_cap_compresses_the_warm_up():
 SNAPSHOT = Path(__file__).with_name("recipe_snapshot.json")
 
 
-def test_base_refactor_kept_every_config_hash():
-    """recipe_snapshot.json was written from the recipes before they moved onto ``base:`` files:
-    every recipe must still resolve to the same config hash (so existing run folders stay
-    valid), the same seeds and the same description. The six ungated GPS recipes (``*_gps*``)
-    were re-pinned once, when their model became ``gps`` instead of ``siggate_gt`` with
-    ``gate: none``."""
+def test_every_recipe_keeps_its_pinned_config_hash():
+    """recipe_snapshot.json pins every recipe's config hash, seeds and description, so a change
+    to a base or a recipe that moves a run folder fails here until it is re-pinned on purpose.
+    It was written from the recipes before they moved onto ``base:`` files (the move changed no
+    hash); since then the molecule recipes were re-pinned twice, each in its own commit: the
+    ungated baseline became model ``gps`` (7b8788d) and the SigGate/GPS recipes became the
+    paper's Table 3 and GraphGPS's published configs (bec502b)."""
     snapshot = json.loads(SNAPSHOT.read_text())
     assert sorted(snapshot) == sorted(p.stem for p in RECIPES.glob("*.yaml"))
     for name, want in snapshot.items():
