@@ -25,6 +25,14 @@ def zoo_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("zoo_cache")
 
 
+@pytest.fixture
+def offline_env(zoo_data, zoo_cache, monkeypatch):
+    """ZOO_DATA / ZOO_CACHE set to the session's data and cache, no downloads."""
+    monkeypatch.setenv("ZOO_DATA", str(zoo_data))
+    monkeypatch.setenv("ZOO_CACHE", str(zoo_cache))
+    monkeypatch.setenv("ZOO_OFFLINE", "1")
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     """Serves ``server.routes[path] = (bytes, cut)``; ``cut`` sends half the bytes, then closes."""
 

@@ -124,14 +124,6 @@ def test_fine_tuned_model_in_a_run_folder(tmp_path, marker, csv_files, capsys, n
                  marker, capsys)
 
 
-@pytest.fixture
-def offline_env(zoo_data, zoo_cache, monkeypatch):
-    """The offline benchmark data, a private cache, no downloads."""
-    monkeypatch.setenv("ZOO_DATA", str(zoo_data))
-    monkeypatch.setenv("ZOO_CACHE", str(zoo_cache))
-    monkeypatch.setenv("ZOO_OFFLINE", "1")
-
-
 @pytest.mark.parametrize("how", ["torch", "pickle"])
 def test_resume_last_pt(tmp_path, marker, capsys, offline_env, how):
     recipe = ROOT / "recipes/texas_gat.yaml"

@@ -55,14 +55,6 @@ def test_write_json_is_sorted_and_indented(tmp_path):
     assert (tmp_path / "m.json").read_text() == json.dumps({"a": [1, 2], "b": 1}, indent=2)
 
 
-@pytest.fixture
-def offline_env(zoo_data, zoo_cache, monkeypatch):
-    """The offline benchmark data, a private cache, no downloads."""
-    monkeypatch.setenv("ZOO_DATA", str(zoo_data))
-    monkeypatch.setenv("ZOO_CACHE", str(zoo_cache))
-    monkeypatch.setenv("ZOO_OFFLINE", "1")
-
-
 @pytest.mark.parametrize("tool", ["train", "sweep"])
 def test_a_truncated_last_pt_exits_2_naming_the_file_and_force(tool, tmp_path, capsys, offline_env):
     recipe = ROOT / "recipes/texas_gat.yaml"

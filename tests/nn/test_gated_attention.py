@@ -108,15 +108,22 @@ def test_unit_gate_reduces_to_ungated_exactly(gate):
 @pytest.mark.parametrize("gate", ["output", "value"])
 @pytest.mark.parametrize("per_head", [True, False])
 def test_constant_gate_scales_heads(gate, per_head):
+    gated, plain = _constant_gate(3.0, gate=gate, gate_per_head=per_head)
+    torch.testing.assert_close(gated, torch.sigmoid(torch.tensor(3.0)) * plain)
+
+
+def _constant_gate(bias, **gate):
+    """Outputs (minus the output bias) of a gated module with W_g = 0 and gate bias ``bias``, and
+    of the ungated module with the same projections."""
     plain = make_attn(gate="none")
-    gated = make_attn(seed=5, gate=gate, gate_per_head=per_head)
+    gated = make_attn(seed=5, **gate)
     copy_projections(gated, plain)
     with torch.no_grad():
         gated.gate_proj.weight.zero_()
-        gated.gate_proj.bias.fill_(3.0)
+        gated.gate_proj.bias.fill_(bias)
     g, h = batch_of([4, 6]), features(10)
-    bias = plain.out_proj.bias
-    torch.testing.assert_close(gated(g, h) - bias, torch.sigmoid(torch.tensor(3.0)) * (plain(g, h) - bias))
+    out_bias = plain.out_proj.bias
+    return gated(g, h) - out_bias, plain(g, h) - out_bias
 
 
 def test_constant_logit_gate_is_a_temperature():
@@ -244,16 +251,9 @@ def test_gate_activations_by_hand():
 def test_sigmoid_squared_gate_starts_at_sigma_of_the_bias_squared():
     """With W_g = 0 and the paper's bias 0.5, a sigma^2 output gate scales every head by
     sigma(0.5)^2 = 0.3874 (a 2 sigma gate would scale by 1.2449)."""
-    plain = make_attn(gate="none")
-    gated = make_attn(seed=5, gate="output", gate_activation="sigmoid_squared")
-    copy_projections(gated, plain)
-    with torch.no_grad():
-        gated.gate_proj.weight.zero_()
-        gated.gate_proj.bias.fill_(0.5)
-    g, h = batch_of([4, 6]), features(10)
-    bias = plain.out_proj.bias
+    gated, plain = _constant_gate(0.5, gate="output", gate_activation="sigmoid_squared")
     scale = (1 / (1 + math.exp(-0.5))) ** 2
-    torch.testing.assert_close(gated(g, h) - bias, scale * (plain(g, h) - bias), atol=1e-12, rtol=0)
+    torch.testing.assert_close(gated, scale * plain, atol=1e-12, rtol=0)
 
 
 def test_logit_gate_is_the_papers_g3_element_by_element():
