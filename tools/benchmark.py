@@ -6,6 +6,8 @@
     python tools/benchmark.py layers --nodes 3327 --edges 9104 --features 3703 --density 0.0085  # CiteSeer-like,
                                                         # plus LTGA-Head with sparse_features
     python tools/benchmark.py gps                       # SigGate-GT step vs ungated GPS step
+    python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt   # the paper's ZINC model
+    python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt --profile  # top operators
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
 """
 from __future__ import annotations
@@ -30,7 +32,8 @@ def _layers(args: argparse.Namespace) -> None:
 
 
 def _gps(args: argparse.Namespace) -> None:
-    benchmark_gps(batch_size=args.batch_size, repeats=args.repeats)
+    benchmark_gps(batch_size=args.batch_size, repeats=args.repeats, recipe=args.recipe, models=tuple(args.models),
+                  profile=args.profile if args.profile is not None else 0, top=args.top)
 
 
 def _aggregate(args: argparse.Namespace) -> None:
@@ -57,6 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     gps = commands.add_parser("gps", help="training step of SigGate-GT against the ungated GPS model")
     gps.add_argument("--batch-size", type=int, default=32, help="molecules per batch (default 32, ZINC's)")
     gps.add_argument("--repeats", type=int, default=20, help="timed steps per model (median)")
+    gps.add_argument("--recipe", help="build the models from this SigGate-GT recipe's model section, e.g. "
+                                      "recipes/zinc_siggate.yaml (GatedGCN, LapPE 16 + RWSE 16, GELU FFN); "
+                                      "gps is the same model without the gate")
+    gps.add_argument("--models", nargs="+", choices=("gps", "siggate_gt"), default=["gps", "siggate_gt"],
+                     help="models to time (ratios are to the first)")
+    gps.add_argument("--profile", type=int, nargs="?", const=5, metavar="STEPS",
+                     help="profile STEPS (default 5) training steps of the last of --models with torch.profiler "
+                          "and print the top operators by self CPU time, instead of timing")
+    gps.add_argument("--top", type=int, default=25, help="operators to print with --profile")
     gps.set_defaults(func=_gps)
     aggregate = commands.add_parser("aggregate", help="attention aggregation against DGL's update_all")
     aggregate.add_argument("--nodes", type=int, default=11758, help="nodes (default: Tolokers')")

@@ -122,8 +122,10 @@ def benchmark_aggregate(nodes: int = 11758, edges: int = 1038000, heads: int = 8
     return ms
 
 
-def random_molecules(count: int, atoms: int = 23, bonds: int = 25, seed: int = 0) -> dgl.DGLGraph:
-    """A batch of ZINC-sized random molecular graphs with OGB-spec categorical features."""
+def random_molecules(count: int, atoms: int = 23, bonds: int = 25, seed: int = 0, lap_k: int = 8,
+                     rwse_k: int = 20) -> dgl.DGLGraph:
+    """A batch of ZINC-sized random molecular graphs with OGB-spec categorical features and random
+    ``lap_eigvec``/``lap_eigval`` ``[N, lap_k]`` and ``rwse`` ``[N, rwse_k]``."""
     gen = torch.Generator().manual_seed(seed)
     graphs = []
     for _ in range(count):
@@ -136,20 +138,63 @@ def random_molecules(count: int, atoms: int = 23, bonds: int = 25, seed: int = 0
                                        for d in get_bond_feature_dims()], 1)
         graphs.append(g)
     batch = dgl.batch(graphs)
-    batch.ndata["rwse"] = torch.rand(batch.num_nodes(), 20, generator=gen)
-    batch.ndata["lap_eigvec"] = torch.randn(batch.num_nodes(), 8, generator=gen)
-    batch.ndata["lap_eigval"] = torch.rand(batch.num_nodes(), 8, generator=gen)
+    batch.ndata["rwse"] = torch.rand(batch.num_nodes(), rwse_k, generator=gen)
+    batch.ndata["lap_eigvec"] = torch.randn(batch.num_nodes(), lap_k, generator=gen)
+    batch.ndata["lap_eigval"] = torch.rand(batch.num_nodes(), lap_k, generator=gen)
     return batch
 
 
-def benchmark_gps(batch_size: int = 32, repeats: int = 20) -> dict[str, float]:
-    """Median training step of the ZINC GPS model with and without the per-head output gate."""
-    batch = random_molecules(batch_size)
+GPS_DEFAULT = dict(dim=64, heads=8, layers=10, local="gine", pe="lap+rwse", lap_k=8, rwse_k=20, pool="sum")
+GATE_KEYS = ("gate", "gate_per_head", "gate_activation", "gate_bias_init")
+
+
+def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
+    """Keyword arguments of the ``gps`` and ``siggate_gt`` models to time.
+
+    Without ``recipe``: the session-2 setting (GINE, LapPE 8 + RWSE 20, per-head output gate).
+    With ``recipe`` (a SigGate-GT recipe, e.g. ``recipes/zinc_siggate.yaml``): its model section
+    exactly, and the same model without the gate keys for ``gps``.
+    """
+    if recipe is None:
+        return dict(GPS_DEFAULT), dict(GPS_DEFAULT, gate="output")
+    from zoo.engine.recipe import load_recipe
+
+    model = dict(load_recipe(recipe).model)
+    if model.pop("name") != "siggate_gt":
+        raise ValueError(f"{recipe} is not a siggate_gt recipe")
+    return {k: v for k, v in model.items() if k not in GATE_KEYS}, model
+
+
+def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = None,
+                  models: tuple[str, ...] = ("gps", "siggate_gt"), profile: int = 0,
+                  top: int = 25) -> dict[str, float]:
+    """Median training step of the ZINC GPS model with and without the per-head output gate.
+
+    ``recipe``: build both from a SigGate-GT recipe's model section (see :func:`gps_configs`).
+    ``profile`` > 0: instead of timing, run that many training steps of the last of ``models``
+    under ``torch.profiler`` and print the ``top`` operators by self CPU time.
+    """
+    configs = dict(zip(("gps", "siggate_gt"), gps_configs(recipe)))
+    torch.manual_seed(0)
+    built = {name: create_model(name, **configs[name]) for name in models}
+    spec = next(iter(built.values())).pe_spec()
+    batch = random_molecules(batch_size, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
     target = torch.randn(batch_size, 1)
     loss = lambda model: F.l1_loss(model(batch), target)
-    config = dict(dim=64, heads=8, layers=10, local="gine", pe="lap+rwse", lap_k=8, rwse_k=20, pool="sum")
-    models = {"gps": create_model("gps", **config),
-              "siggate_gt": create_model("siggate_gt", gate="output", **config)}
-    ms = _median_step_ms({name: _train_step(model, loss) for name, model in models.items()}, repeats)
-    _print_table(f"gps: batches of {batch_size} ZINC-sized molecules (23 atoms), 10 layers, d 64, 8 heads", ms, "gps")
+    steps = {name: _train_step(model, loss) for name, model in built.items()}
+    setting = recipe or "GINE + LapPE 8 + RWSE 20"
+    title = f"gps: batches of {batch_size} ZINC-sized molecules (23 atoms), {setting}, " + \
+        ", ".join(f"{k} {configs['siggate_gt'][k]}" for k in ("layers", "dim", "heads", "local"))
+    if profile:
+        name, step = list(steps.items())[-1]
+        for _ in range(2):
+            step()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            for _ in range(profile):
+                step()
+        print(f"\n{title}\nprofile of {profile} training steps of {name}, torch threads {torch.get_num_threads()}")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
+        return {}
+    ms = _median_step_ms(steps, repeats)
+    _print_table(title, ms, models[0])
     return ms
