@@ -92,6 +92,31 @@ def to_dense_batch(h: torch.Tensor, batch_num_nodes: torch.Tensor) -> tuple[torc
     return dense, mask
 
 
+def dense_batch_index(g, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(flat [N], mask [B, L])`` for scattering the nodes of batched graph ``g`` into ``[B, L]``.
+
+    Node ``i`` goes to row ``flat[i]`` of the flattened block ``[B * L]``; ``mask`` is that of
+    :func:`to_dense_batch`. The pair is computed once per batch and kept on the graph (keyed by
+    its ``batch_num_nodes`` tensor, so a changed batch structure recomputes it): every layer of
+    a model reuses it instead of rebuilding the index.
+    """
+    batch_num_nodes = g.batch_num_nodes()
+    cached = getattr(g, "_zoo_dense_index", None)
+    if cached is not None and cached[0] is batch_num_nodes and cached[1].device == device:
+        return cached[1], cached[2]
+    sizes = batch_num_nodes.to(device)
+    num_graphs = sizes.numel()
+    width = int(sizes.max()) if num_graphs else 0
+    graph_id = torch.repeat_interleave(torch.arange(num_graphs, device=device), sizes)
+    first = torch.cumsum(sizes, 0) - sizes
+    flat = torch.arange(graph_id.numel(), device=device) - first[graph_id] + graph_id * width
+    mask = torch.zeros(num_graphs * width, dtype=torch.bool, device=device)
+    mask[flat] = True
+    mask = mask.view(num_graphs, width)
+    g._zoo_dense_index = (batch_num_nodes, flat, mask)
+    return flat, mask
+
+
 class GatedMultiheadAttention(nn.Module):
     """Full self-attention within each graph of a batch, optionally gated (see module docstring).
 
@@ -189,12 +214,17 @@ class GatedMultiheadAttention(nn.Module):
     def forward(self, g, h: torch.Tensor) -> torch.Tensor:
         if h.dim() != 2 or h.shape[1] != self.dim:
             raise ValueError(f"h must have shape [N, {self.dim}], got {tuple(h.shape)}")
-        dense, mask = to_dense_batch(h, g.batch_num_nodes())
+        flat, mask = dense_batch_index(g, h.device)
+        if flat.numel() != h.shape[0]:
+            raise ValueError(f"the graph has {flat.numel()} nodes but h has {h.shape[0]} rows")
+        batch, width = mask.shape
+        # = to_dense_batch(h, g.batch_num_nodes()), with the index computed once per batch
+        dense = h.new_zeros(batch * width, self.dim).index_copy(0, flat, h).view(batch, width, self.dim)
         out, weights, gate = self._attend(dense, mask)
         if self.record:
             self.last_attn, self.last_mask = weights.detach(), mask
             self.last_gate = None if gate is None else gate[mask].detach()
-        return out[mask]
+        return out.reshape(batch * width, self.dim).index_select(0, flat)
 
     def extra_repr(self) -> str:
         return (
