@@ -14,6 +14,7 @@ it contributes nothing to the embedding.
 from __future__ import annotations
 
 import torch
+from dgl import ops as dgl_ops
 from dgl.nn import GINConv
 from torch import nn
 
@@ -35,6 +36,18 @@ def _check_eig(eigvec: torch.Tensor, eigval: torch.Tensor | None = None) -> None
         raise ValueError(
             f"lap_eigval must have the shape of lap_eigvec {tuple(eigvec.shape)}, got {tuple(eigval.shape)}"
         )
+
+
+def _gin(conv: GINConv, g, x: torch.Tensor) -> torch.Tensor:
+    """``conv(g, x)`` for a sum-aggregating ``GINConv``: ``apply_func(x + sum_in x_src)`` with DGL's
+    fused kernel called directly. With a fixed ``eps = 0`` (SignNet's) the ``(1 + eps) *`` product
+    is skipped: multiplying by exactly 1 changes nothing. Any other ``eps`` goes through DGL.
+    """
+    if (getattr(conv, "_aggregator_type", None) != "sum" or conv.activation is not None
+            or isinstance(conv.eps, nn.Parameter) or bool(conv.eps.ne(0).any())):
+        return conv(g, x)
+    out = x + dgl_ops.copy_u_sum(g, x)
+    return out if conv.apply_func is None else conv.apply_func(out)
 
 
 class LapPEDeepSet(nn.Module):
@@ -110,13 +123,19 @@ class SignNetLapPE(nn.Module):
         """``[N, m, 1]`` signals, ``present`` ``[N, m]`` -> ``[N, m, phi_out]``.
 
         Between layers, BatchNorm sees present entries only and missing ones are reset to 0.
+        The present entries are found once (``rows``, in the row-major order of ``x[present]``),
+        not at every layer; with none missing the BatchNorm runs on all rows without gathering.
         """
+        rows = None if bool(present.all()) else present.reshape(-1).nonzero().squeeze(1)
         for i, conv in enumerate(self.convs):
             if i:
-                normed = x.new_zeros(x.shape)
-                normed[present] = torch.relu(self.norms[i - 1](x[present]))
-                x = normed
-            x = conv(g, x)
+                flat = x.reshape(-1, x.shape[-1])
+                if rows is None:  # = relu(norm(x[present])) scattered into zeros, with every entry present
+                    x = torch.relu(self.norms[i - 1](flat)).view(x.shape)
+                else:
+                    normed = torch.relu(self.norms[i - 1](flat.index_select(0, rows)))
+                    x = flat.new_zeros(flat.shape).index_copy(0, rows, normed).view(x.shape)
+            x = _gin(conv, g, x)  # = conv(g, x)
         return x
 
     def forward(self, g, eigvec: torch.Tensor) -> torch.Tensor:
