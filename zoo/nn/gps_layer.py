@@ -30,7 +30,6 @@ BatchNorm inside GatedGCN is kept for both, as in GraphGPS.
 from __future__ import annotations
 
 import torch
-from dgl import ops as dgl_ops
 from dgl.nn import GatedGCNConv, GINEConv
 from torch import nn
 from torch.nn import functional as F
@@ -48,8 +47,10 @@ def gated_gcn(conv: GatedGCNConv, g, h: torch.Tensor, e: torch.Tensor) -> tuple[
 
     DGL's forward runs the node projections ``A, B, D, E`` as four matmuls and the message passing
     through graph frames (``apply_edges``, two ``update_all``). Here the four projections are one
-    matmul on the concatenated weights, and the edge and node steps call DGL's fused kernels
-    (``dgl.ops``) directly::
+    matmul on the concatenated weights, the edge step is two ``index_select`` and the two sums
+    over in-edges are one ``index_add_`` (on molecule batches this is about twice as fast, forward
+    and backward, as ``dgl.ops.u_add_v``, ``u_mul_e_sum`` and ``copy_e_sum``, which it matches up
+    to the order of summation)::
 
         e'    = D h_src + E h_dst + C e
         sigma = sigmoid(e')
@@ -62,9 +63,11 @@ def gated_gcn(conv: GatedGCNConv, g, h: torch.Tensor, e: torch.Tensor) -> tuple[
     weight = torch.cat([conv.A.weight, conv.B.weight, conv.D.weight, conv.E.weight])
     bias = torch.cat([conv.A.bias, conv.B.bias, conv.D.bias, conv.E.bias])
     ah, bh, dh, eh = F.linear(h, weight, bias).split(dim, -1)
-    e_new = dgl_ops.u_add_v(g, dh, eh) + conv.C(e)
+    src, dst = g.edges()
+    e_new = dh.index_select(0, src) + eh.index_select(0, dst) + conv.C(e)
     sigma = torch.sigmoid(e_new)
-    h_new = ah + dgl_ops.u_mul_e_sum(g, bh, sigma) / (dgl_ops.copy_e_sum(g, sigma) + 1e-6)
+    summed = h.new_zeros(h.shape[0], 2 * dim).index_add_(0, dst, torch.cat([bh.index_select(0, src) * sigma, sigma], 1))
+    h_new = ah + summed[:, :dim] / (summed[:, dim:] + 1e-6)
     if conv.batch_norm:
         h_new, e_new = conv.bn_node(h_new), conv.bn_edge(e_new)
     if conv.activation:
