@@ -43,6 +43,10 @@ CLI_CASES = [
     ("train", [GAT, "--seeds", ""], "'' is not a seed or a range"),
     ("train", [GAT, "--seeds", "a-b"], "'a-b' is not a seed or a range"),
     ("train", [GAT, "--device", "tpu"], "device 'tpu' is not one of cpu, cuda"),
+    # train: model arguments out of their declared range, and an unknown dataset card
+    ("train", [GAT, "--set", "model.dropout=2.0"], "model.dropout is 2.0; it must be in [0, 1)"),
+    ("train", [GAT, "--set", "model.heads=0"], "model.heads is 0; it must be >= 1"),
+    ("train", [GAT, "--set", "dataset=coraa"], "No dataset card named 'coraa'"),
     # sweep
     ("sweep", [GAT, "{tmp}/missing.yaml"], "recipe file not found: {tmp}/missing.yaml"),
     ("sweep", [GAT, "--seeds", "2-0"], "the range '2-0' is empty"),
@@ -83,7 +87,18 @@ CLI_CASES = [
     ("finetune", [*FINETUNE, "{tmp}/mols.csv", "--lr", "-1"], "lr must be > 0, got -1.0"),
 ]
 
+EXPORT = ["--name", "tiny"]
+CLI_CASES += [
+    # export_pretrained: the run folder and the name
+    ("export_pretrained", ["{tmp}/nope", *EXPORT], "run folder {tmp}/nope does not exist"),
+    ("export_pretrained", ["{tmp}", *EXPORT], "has no metrics.json, so its run is unfinished"),
+    ("export_pretrained", ["{tmp}/run/seed0", *EXPORT], "checkpoint {tmp}/run/seed0/best.pt cannot be read"),
+    ("export_pretrained", ["{tmp}/run/seed0", "--name", "../evil"], "name '../evil' must be a file stem"),
+]
+
 FILES = {
+    "run/seed0/metrics.json": "{{}}",
+    "run/seed0/best.pt": "not a checkpoint",
     "broken.yaml": "dataset: cora\nmodel: [unclosed\n",
     "typo.yaml": "base: {root}/recipes/_base/attention_node.yaml\ndataset: cora\nmodel: {{name: gat}}\n"
                  "optim: {{patiance: 3}}\n",
@@ -111,6 +126,7 @@ def _fill(text, tmp, runs):
 @pytest.mark.parametrize("tool, argv, message", CLI_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CLI_CASES)])
 def test_cli_refuses_with_one_line(tool, argv, message, tmp_path, capsys, offline_env):
     for name, text in FILES.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(_fill(text, tmp_path, None))
     for name, data in BYTES.items():
         (tmp_path / name).write_bytes(data)
@@ -159,4 +175,4 @@ def test_ops_refuse_with_one_line(call, message):
 
 def test_the_corpus_is_large_enough():
     assert len(CLI_CASES) + len(OP_CASES) >= 40
-    assert {tool for tool, _, _ in CLI_CASES} >= {"train", "sweep", "tune", "predict", "finetune"}
+    assert {tool for tool, _, _ in CLI_CASES} >= {"train", "sweep", "tune", "predict", "finetune", "export_pretrained"}
