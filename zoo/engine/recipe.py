@@ -25,12 +25,13 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
 import yaml
 
 from zoo.data.featurizers import smiles_featurizers
-from zoo.models.registry import check_model_arguments, model_arguments
+from zoo.models.constraints import Count, EpochCount, NonNegative, Positive
+from zoo.models.registry import Argument, check_model_arguments, declared_arguments, model_arguments
 
 
 class RecipeError(ValueError):
@@ -46,19 +47,23 @@ class OptimConfig:
     Shannon prior ``q_prior * mean (q - 1)^2`` added to the loss.
     """
 
-    lr: float = 1e-2
-    weight_decay: float = 5e-4
-    epochs: int = 200
-    patience: int = 20
-    q_lr: float = 1e-2
-    q_warmup: int = 20
-    q_prior: float = 0.0
+    lr: Positive = 1e-2
+    weight_decay: NonNegative = 5e-4
+    epochs: Count = 200
+    patience: Count = 20
+    q_lr: Positive = 1e-2
+    q_warmup: EpochCount = 20
+    q_prior: NonNegative = 0.0
     # graph-level tasks (mini-batches of molecules)
     optimizer: str = "adam"
-    batch_size: int = 32
+    batch_size: Count = 32
     scheduler: str = "none"
-    warmup_epochs: int = 0
-    clip_grad_norm: float = 0.0
+    warmup_epochs: EpochCount = 0
+    clip_grad_norm: NonNegative = 0.0
+
+
+OPTIM_ARGUMENTS = declared_arguments(OptimConfig.__init__)
+"""The optimiser's settings with their types and declared ranges."""
 
 
 @dataclasses.dataclass
@@ -223,8 +228,7 @@ def build_recipe(raw: dict) -> Recipe:
     if not isinstance(optim, dict):
         raise RecipeError(f"'optim' must be a mapping, got {optim!r}")
     _check_keys(optim, [f.name for f in dataclasses.fields(OptimConfig)], "optim")
-    hints = get_type_hints(OptimConfig)
-    raw["optim"] = OptimConfig(**{k: _coerce(v, hints[k], f"optim.{k}") for k, v in optim.items()})
+    raw["optim"] = OptimConfig(**{k: _checked(v, OPTIM_ARGUMENTS[k], f"optim.{k}") for k, v in optim.items()})
     raw["model"] = _check_model(raw["model"])
     if raw.get("task", "node_classification") not in TASKS:
         raise RecipeError(f"task {raw['task']!r} is not supported; choose one of {TASKS}")
@@ -233,9 +237,6 @@ def build_recipe(raw: dict) -> Recipe:
         raise RecipeError(f"dataset must be a card name such as 'cora', got {raw['dataset']!r}")
     _check_featurizer(raw.get("featurizer"), raw.get("task", "node_classification"))
     recipe = Recipe(**raw)
-    if recipe.optim.epochs < 1 or recipe.optim.patience < 1 or recipe.optim.batch_size < 1:
-        raise RecipeError(f"optim.epochs, optim.patience and optim.batch_size must be >= 1, got {recipe.optim}")
-    _check_optim_ranges(recipe.optim)
     if recipe.optim.optimizer not in OPTIMIZERS or recipe.optim.scheduler not in SCHEDULERS:
         raise RecipeError(f"optim.optimizer must be one of {OPTIMIZERS} and optim.scheduler one of "
                           f"{SCHEDULERS}, got {recipe.optim.optimizer!r} and {recipe.optim.scheduler!r}")
@@ -254,19 +255,6 @@ def _check_featurizer(featurizer: Any, task: str) -> None:
                           f"{', '.join(names)}, or leave it out for the dataset card's")
     if task == "node_classification":
         raise RecipeError(f"featurizer {featurizer!r} featurizes molecules; a node_classification recipe takes none")
-
-
-# Lower bounds of the optimiser's numbers: (key, bound, is the bound itself allowed).
-_OPTIM_BOUNDS = (("lr", 0.0, False), ("q_lr", 0.0, False), ("weight_decay", 0.0, True), ("q_prior", 0.0, True),
-                 ("q_warmup", 0, True), ("warmup_epochs", 0, True), ("clip_grad_norm", 0.0, True))
-
-
-def _check_optim_ranges(optim: OptimConfig) -> None:
-    for key, bound, closed in _OPTIM_BOUNDS:
-        value = getattr(optim, key)
-        if value < bound or (value == bound and not closed):
-            need = f">= {bound}" if closed else f"> {bound}"
-            raise RecipeError(f"optim.{key} is {value!r}; it must be {need}")
 
 
 def parse_seeds(value: Any) -> list[int]:
@@ -315,11 +303,7 @@ def _check_model(model: Any) -> dict:
     checked = {"name": model["name"]}
     for key, value in model.items():
         if key != "name":
-            checked[key] = _coerce(value, arguments[key].type, f"model.{key}")
-            try:
-                arguments[key].check(f"model.{key}", checked[key])
-            except ValueError as err:
-                raise RecipeError(str(err)) from None
+            checked[key] = _checked(value, arguments[key], f"model.{key}")
     try:  # the constructor's own checks across arguments, e.g. dim a multiple of heads
         check_model_arguments(checked["name"], **{k: v for k, v in checked.items() if k != "name"})
     except (TypeError, ValueError) as err:
@@ -333,6 +317,16 @@ def _check_keys(mapping: dict, valid: list[str], where: str) -> None:
             near = difflib.get_close_matches(str(key), valid, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
             raise RecipeError(f"unknown key {key!r} in {where}{hint} Valid keys: {', '.join(valid)}")
+
+
+def _checked(value: Any, argument: Argument, where: str) -> Any:
+    """``value`` coerced to the argument's type and checked against its declared ranges."""
+    value = _coerce(value, argument.type, where)
+    try:
+        argument.check(where, value)
+    except ValueError as err:
+        raise RecipeError(str(err)) from None
+    return value
 
 
 def _coerce(value: Any, kind: Any, where: str) -> Any:

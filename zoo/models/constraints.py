@@ -52,3 +52,7 @@ DropoutRate = Annotated[float, Interval(0, 1, high_open=True)]
 """A dropout probability, in [0, 1)."""
 NonNegative = Annotated[float, AtLeast(0)]
 """A real number that is at least 0 (e.g. LeakyReLU's negative slope)."""
+Positive = Annotated[float, Interval(0, low_open=True)]
+"""A real number above 0 (e.g. a learning rate)."""
+EpochCount = Annotated[int, AtLeast(0)]
+"""A number of epochs that may be 0 (e.g. a warm-up)."""

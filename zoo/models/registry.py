@@ -103,18 +103,20 @@ def _arguments(builder) -> dict[str, Argument]:
     """Every named argument of a builder. A class constructor that takes ``**kwargs`` passes them
     to its parent class, whose arguments are then the class's too (e.g. ``siggate_gt`` = ``gps`` + gate)."""
     if not inspect.isclass(builder):
-        return _own_arguments(builder)
+        return declared_arguments(builder)
     arguments: dict[str, Argument] = {}
     for cls in builder.__mro__:
         if "__init__" in vars(cls):
             init = vars(cls)["__init__"]
-            arguments.update({k: v for k, v in _own_arguments(init).items() if k not in arguments})
+            arguments.update({k: v for k, v in declared_arguments(init).items() if k not in arguments})
             if not any(p.kind is p.VAR_KEYWORD for p in inspect.signature(init).parameters.values()):
                 break
     return arguments
 
 
-def _own_arguments(function) -> dict[str, Argument]:
+def declared_arguments(function) -> dict[str, Argument]:
+    """The keyword arguments of ``function`` with their types, defaults and declared ranges
+    (also used for the optimiser's settings, :class:`zoo.engine.recipe.OptimConfig`)."""
     hints = typing.get_type_hints(function, include_extras=True)
     arguments = {}
     for key, param in inspect.signature(function).parameters.items():
