@@ -3,7 +3,7 @@
     python tools/rank_study.py                       # Table 1 and Table 2 at the paper's scale, 5 seeds
     python tools/rank_study.py --seeds 0-9 --markdown rank_study.md
 
-Needs no data and no GPU (about 5 s on one CPU core). Prints Markdown: our numbers beside the
+Needs no data and no GPU (about 10 s, mostly importing zoo). Prints Markdown: our numbers beside the
 paper's. Exit codes: 0 done, 2 bad arguments.
 """
 from __future__ import annotations
