@@ -195,21 +195,20 @@ class GatedMultiheadAttention(nn.Module):
         (q, k, v), gate = self._project(x)  # gate [B, L, H, G]
 
         if self.gate == "logit":
-            scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # [B, H, L, L]
-            scores = scores * gate.permute(0, 2, 1, 3)
-            scores = scores.masked_fill(~mask[:, None, None, :], torch.finfo(scores.dtype).min)
-        else:
-            # = masked_fill(q k^T / sqrt(d_k), padded keys, finfo.min) in one kernel: the scale is the
-            # matmul's alpha and the mask an added bias (0 at real keys; finfo.min at padded keys,
-            # where adding a finite score still rounds to about finfo.min, so their weights stay 0)
-            heads = self.heads
-            bias = x.new_zeros(batch, 1, 1, length).masked_fill(~mask[:, None, None, :], torch.finfo(x.dtype).min)
-            scores = torch.baddbmm(
-                bias.expand(batch, heads, 1, length).reshape(batch * heads, 1, length),
-                q.reshape(batch * heads, length, self.head_dim),
-                k.reshape(batch * heads, length, self.head_dim).transpose(1, 2),
-                alpha=1.0 / math.sqrt(self.head_dim),
-            ).view(batch, heads, length, length)
+            # G3 scales row i of q k^T by query i's gate (one value per node and head), which is
+            # q_i scaled by it; the key-padding bias below stays unscaled
+            q = q * gate.transpose(1, 2)  # gate [B, H, L, 1]
+        # = masked_fill(q k^T / sqrt(d_k), padded keys, finfo.min) in one kernel: the scale is the
+        # matmul's alpha and the mask an added bias (0 at real keys; finfo.min at padded keys,
+        # where adding a finite score still rounds to about finfo.min, so their weights stay 0)
+        heads = self.heads
+        bias = x.new_zeros(batch, 1, 1, length).masked_fill(~mask[:, None, None, :], torch.finfo(x.dtype).min)
+        scores = torch.baddbmm(
+            bias.expand(batch, heads, 1, length).reshape(batch * heads, 1, length),
+            q.reshape(batch * heads, length, self.head_dim),
+            k.reshape(batch * heads, length, self.head_dim).transpose(1, 2),
+            alpha=1.0 / math.sqrt(self.head_dim),
+        ).view(batch, heads, length, length)
         weights = torch.softmax(scores, dim=-1)
         if self.gate == "value":
             v = v * gate.transpose(1, 2)
