@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from zoo._atomic import atomic_write
+from zoo._safe_load import load_weights_only, reason
 
 
 class CheckpointError(ValueError):
@@ -34,7 +35,7 @@ def save_checkpoint(state: dict, path: str | Path) -> None:
     try:
         torch.load(buffer, weights_only=True)
     except pickle.UnpicklingError as err:
-        raise TypeError(f"cannot checkpoint to {path}: {_reason(err)}; "
+        raise TypeError(f"cannot checkpoint to {path}: {reason(err)}; "
                         "a checkpoint holds tensors and plain data only") from None
     atomic_write(path, lambda handle: handle.write(buffer.getbuffer()))
 
@@ -51,11 +52,9 @@ def cpu_state_dict(module: torch.nn.Module) -> dict:
 
 def load_checkpoint(path: str | Path) -> dict:
     """Load a checkpoint written by :func:`save_checkpoint` onto the CPU, without unpickling code."""
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # a payload, a truncated zip, garbage, an unreadable file
-        raise CheckpointError(f"checkpoint {path} cannot be read ({_reason(err)}): it is truncated, corrupt or "
-                              "not written by zoo; delete it, or rerun with --force to retrain this seed") from None
+    return load_weights_only(path, lambda why: CheckpointError(
+        f"checkpoint {path} cannot be read ({why}): it is truncated, corrupt or not written by zoo; "
+        "delete it, or rerun with --force to retrain this seed"))
 
 
 def write_json(obj, path: str | Path) -> None:
@@ -63,8 +62,3 @@ def write_json(obj, path: str | Path) -> None:
     text = json.dumps(obj, indent=2, sort_keys=True, default=str).encode()
     atomic_write(path, lambda handle: handle.write(text))
 
-
-def _reason(err: Exception) -> str:
-    """The type and first line of ``err``, without torch's advice to retry with ``weights_only=False``."""
-    lines = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {lines[0].split('WeightsUnpickler error: ')[-1]}" if lines else type(err).__name__

@@ -40,6 +40,7 @@ import safetensors.torch
 import torch
 
 from zoo._atomic import atomic_write
+from zoo._safe_load import load_weights_only, reason
 from zoo.data import DatasetError, check_featurizer_spec, download
 from zoo.data.mirror import resolve_roots, sha256_file
 from zoo.models.registry import PRETRAINED_DIR, REMOTE_PRETRAINED, create_model, list_models, pretrained_names
@@ -189,7 +190,7 @@ def _read_verified(weights_path: Path) -> tuple[dict, dict]:
     try:
         card = json.loads(card_path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise PretrainedError(f"model card {card_path} is not readable JSON ({_reason(err)}); {_AGAIN}") from None
+        raise PretrainedError(f"model card {card_path} is not readable JSON ({reason(err)}); {_AGAIN}") from None
     if not isinstance(card, dict):
         raise PretrainedError(f"model card {card_path} holds a {type(card).__name__}, not a JSON object; {_AGAIN}")
     try:
@@ -197,7 +198,7 @@ def _read_verified(weights_path: Path) -> tuple[dict, dict]:
             found = (handle.metadata() or {}).get("format")
             state = {key: handle.get_tensor(key) for key in handle.keys()}
     except Exception as err:  # SafetensorError, or anything else a foreign file provokes
-        raise PretrainedError(f"{weights_path} is not a readable safetensors file ({_reason(err)}); "
+        raise PretrainedError(f"{weights_path} is not a readable safetensors file ({reason(err)}); "
                               f"{_AGAIN}") from None
     if found != FORMAT:
         raise PretrainedError(f"{weights_path} is not a zoo pretrained checkpoint (format {found!r}, expected "
@@ -226,11 +227,9 @@ def _read_verified(weights_path: Path) -> tuple[dict, dict]:
 
 def _read_legacy(path: Path) -> tuple[dict, dict]:
     """Card and weights of a ``zoo-pretrained/1`` ``.pt`` file, read with ``weights_only=True``."""
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # a payload, a truncated zip, garbage
-        raise PretrainedError(f"{path} is not a readable zoo pretrained checkpoint ({_reason(err)}); "
-                              "write one with zoo.save_pretrained or tools/export_pretrained.py") from None
+    payload = load_weights_only(path, lambda why: PretrainedError(
+        f"{path} is not a readable zoo pretrained checkpoint ({why}); "
+        "write one with zoo.save_pretrained or tools/export_pretrained.py"))
     found = payload.get("format") if isinstance(payload, dict) else None
     if found != LEGACY_FORMAT or not {"card", "state_dict"} <= payload.keys():
         raise PretrainedError(f"{path} is not a zoo pretrained checkpoint (format {found!r}, expected "
@@ -255,12 +254,6 @@ def _unique_keys(pairs: list) -> dict:
     if repeated:
         raise ValueError(f"key(s) {repeated} appear more than once in one object")
     return dict(pairs)
-
-
-def _reason(err: Exception) -> str:
-    """The type and first line of ``err``, without torch's advice to retry with ``weights_only=False``."""
-    lines = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {lines[0].split('WeightsUnpickler error: ')[-1]}" if lines else type(err).__name__
 
 
 def _fetched(name: str) -> Path:
