@@ -96,6 +96,7 @@ def test_data_featurized_otherwise_is_refused(pretrained_path, regression_csv, t
     same = load_csv_dataset(regression_csv, "smiles", ["y1"], split="random", cache_root=tmp_path, progress=False)
     summary = finetune(pretrained_path, same, out=tmp_path / "ok", epochs=1, progress=False)
     assert summary["target_columns"] == ["y1"] and summary["data"] == "csv:mols"
+    assert (summary["split"], summary["smiles_column"]) == ("given", None)  # the dataset's own split, not "random"
     card = load_pretrained(tmp_path / "ok" / "seed0" / "model.safetensors").card
     assert card["split"]["kind"] == "given" and card["dataset"]["molecules"] == len(same)
 

@@ -85,6 +85,8 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
     seeds = list(dict.fromkeys(parse_seeds(seeds if isinstance(seeds, (int, str)) else list(seeds))))
     path = None if isinstance(data, GraphData) else Path(data)
     where = data.name if path is None else str(path)  # what the data is called in records
+    if path is None:  # a loaded dataset brings its own split and featurized molecules
+        smiles_col, split = None, "given"
     if path is not None:
         _check_columns(path, smiles_col, target_cols)
     parent = resolve_model(pretrained)
@@ -105,15 +107,14 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
     command = (f"zoo.transfer.finetune({source!r}, {where!r}, "
                + ", ".join(f"{key}={value!r}" for key, value in options.items()) + ")")
     out = Path(out)
-    datasets = {}
-    for seed in seeds:  # every seed's split is checked before any training starts
-        datasets[seed] = data if path is None else load_csv_dataset(
-            path, smiles_col, target_cols, task=graph_task, metric=metric, split=split, seed=seed, strict=strict,
-            pe=pe, progress=progress, featurizer=featurizer)
-        _check_labelled(datasets[seed], target_cols, where)
+    datasets = dict.fromkeys(seeds, data) if path is None else {seed: load_csv_dataset(
+        path, smiles_col, target_cols, task=graph_task, metric=metric, split=split, seed=seed, strict=strict,
+        pe=pe, progress=progress, featurizer=featurizer) for seed in seeds}
+    for dataset in [data] if path is None else datasets.values():  # every split, before any training
+        _check_labelled(dataset, target_cols, where)
         if graph_task == "graph_classification":
-            _check_binary(datasets[seed], target_cols)
-        _check_split(datasets[seed], reported, split)
+            _check_binary(dataset, target_cols)
+        _check_split(dataset, reported, split)
     first = datasets[seeds[0]]
     if first.report:
         print(f"{where}: skipped {len(first.report)} row(s) with invalid SMILES:\n{format_report(first.report)}")
@@ -127,7 +128,7 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
                                     extra_metrics=reported)
         card = model_card(f"{recipe.name}_seed{seed}", model, recipe, metrics, trained_with,
                           num_outputs=len(target_cols), target_columns=target_cols, command=command,
-                          split={"kind": split if path else "given", "seed": seed, "sizes": dataset.sizes,
+                          split={"kind": split, "seed": seed, "sizes": dataset.sizes,
                                  "source": dataset.split_source},
                           dataset=_dataset_record(dataset), featurizer=dataset.featurizer, parent=origin,
                           freeze_encoder=freeze_encoder)

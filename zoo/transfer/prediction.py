@@ -50,8 +50,7 @@ def is_classification(card: dict) -> bool:
 def resolve_model(model) -> torch.nn.Module:
     """``model`` itself if it carries a ``.card``, else :func:`load_pretrained` of a name or path.
 
-    The card must record a SMILES featurizer that this installation builds with the same layout
-    (:func:`card_featurizer`).
+    Its featurizer is checked by the caller, which builds it (:func:`card_featurizer`).
     """
     if isinstance(model, (str, os.PathLike)):
         model = load_pretrained(model)
@@ -61,7 +60,6 @@ def resolve_model(model) -> torch.nn.Module:
             f"{type(model).__name__} has no .card dict; pass a model from zoo.load_pretrained "
             "or a checkpoint name / path."
         )
-    card_featurizer(card)
     return model
 
 
