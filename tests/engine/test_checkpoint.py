@@ -32,6 +32,8 @@ def test_a_state_weights_only_cannot_read_is_refused_before_writing(tmp_path):
         with pytest.raises(TypeError, match="cannot checkpoint to .*last.pt: UnpicklingError: Unsupported"):
             save_checkpoint(bad, tmp_path / "last.pt")
     assert not list(tmp_path.iterdir())
+    save_checkpoint({"w": torch.ones(2)}, tmp_path / "plain.pt", verify=False)  # no read-back, same bytes
+    assert torch.equal(load_checkpoint(tmp_path / "plain.pt")["w"], torch.ones(2))
 
 
 @pytest.mark.parametrize("content, reason", [

@@ -59,3 +59,13 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
 def test_bad_mode_is_named(tmp_path):
     with pytest.raises(ValueError, match="mode must be 'min' or 'max', got 'up'"):
         _loop(tmp_path, [1.0], mode="up")
+
+
+def test_only_the_first_checkpoint_of_a_run_is_read_back(tmp_path, monkeypatch):
+    import zoo.engine.epoch_loop as epoch_loop
+    calls = []
+    real = epoch_loop.save_checkpoint
+    monkeypatch.setattr(epoch_loop, "save_checkpoint",
+                        lambda state, path, *, verify: calls.append(verify) or real(state, path, verify=verify))
+    _loop(tmp_path, [3.0, 2.0, 1.0], patience=5)
+    assert calls == [True, False, False]

@@ -2,7 +2,8 @@
 
 A checkpoint holds tensors and plain data only (dicts, lists, numbers, strings; RNG states as
 tensors, see :mod:`zoo.engine.reproducibility`), so reading one never runs code from the file.
-:func:`save_checkpoint` refuses a state that ``weights_only`` could not read back, and
+:func:`save_checkpoint` refuses a state that ``weights_only`` could not read back (checked on a
+run's first save), and
 :func:`load_checkpoint` turns a planted pickle, a truncated or a corrupt file into one
 :class:`CheckpointError` line naming the file and the fix.
 """
@@ -24,19 +25,22 @@ class CheckpointError(ValueError):
     """A checkpoint file cannot be read; the one-line message names the file and the fix."""
 
 
-def save_checkpoint(state: dict, path: str | Path) -> None:
+def save_checkpoint(state: dict, path: str | Path, *, verify: bool = True) -> None:
     """``torch.save`` to ``path`` through a temporary file and an atomic rename.
 
-    Raises ``TypeError`` (nothing written) if ``state`` holds an object ``weights_only`` refuses.
+    With ``verify`` (the default), reads the bytes back with ``weights_only=True`` first and raises
+    ``TypeError`` (nothing written) if ``state`` holds an object it refuses. A caller that writes
+    states of one shape again and again (the epoch loop's ``last.pt``) verifies the first only.
     """
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    buffer.seek(0)
-    try:
-        torch.load(buffer, weights_only=True)
-    except pickle.UnpicklingError as err:
-        raise TypeError(f"cannot checkpoint to {path}: {reason(err)}; "
-                        "a checkpoint holds tensors and plain data only") from None
+    if verify:
+        buffer.seek(0)
+        try:
+            torch.load(buffer, weights_only=True)
+        except pickle.UnpicklingError as err:
+            raise TypeError(f"cannot checkpoint to {path}: {reason(err)}; "
+                            "a checkpoint holds tensors and plain data only") from None
     atomic_write(path, lambda handle: handle.write(buffer.getbuffer()))
 
 

@@ -67,6 +67,7 @@ def run_epochs(
     writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=state["epoch"]) if main else None
     bar = tqdm(total=epochs, initial=state["epoch"], desc=desc, disable=not (progress and main), leave=False,
                dynamic_ncols=True)
+    verify = True  # the first save of the run is read back with weights_only; later ones hold the same kinds
     try:
         while state["epoch"] < epochs and state["bad_epochs"] < patience:
             started = time.perf_counter()
@@ -85,7 +86,8 @@ def run_epochs(
             if main:
                 save_checkpoint({"model": cpu_state_dict(model), "optimizers": [o.state_dict() for o in optimizers],
                                  "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
-                                 "state": state}, last_path)
+                                 "state": state}, last_path, verify=verify)
+                verify = False
                 for key, value in row.items():
                     if key != "epoch":
                         writer.add_scalar(key.replace("_", "/", 1), value, row["epoch"])
