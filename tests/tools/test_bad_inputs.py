@@ -171,8 +171,3 @@ def test_ops_refuse_with_one_line(call, message):
         call()
     text = str(info.value)
     assert "\n" not in text and message in text, text
-
-
-def test_the_corpus_is_large_enough():
-    assert len(CLI_CASES) + len(OP_CASES) >= 40
-    assert {tool for tool, _, _ in CLI_CASES} >= {"train", "sweep", "tune", "predict", "finetune", "export_pretrained"}

@@ -1,4 +1,5 @@
-"""tools/train.py end to end: a short Cora run from $ZOO_DATA, skipping, --force and bad input."""
+"""tools/train.py end to end: a short Cora run from $ZOO_DATA, skipping and --force (bad input:
+test_bad_inputs.py)."""
 import json
 
 from tests.tools.tool_loader import ROOT, load_tool
@@ -27,21 +28,3 @@ def test_short_cora_run_writes_the_run_folder(offline_env, tmp_path, capsys):
     assert (base / "seed0" / "metrics.json").stat().st_mtime_ns == before
     assert train_cli.main(args[:2] + ["0"] + args[3:] + ["--force"]) == 0
     assert (base / "seed0" / "metrics.json").stat().st_mtime_ns != before
-
-
-def test_bad_recipe_exits_2_naming_the_key(tmp_path, capsys):
-    recipe = tmp_path / "typo.yaml"
-    recipe.write_text(f"base: {ROOT / 'recipes/_base/attention_node.yaml'}\ndataset: cora\n"
-                      "model: {name: gat}\noptim: {patiance: 3}\n")
-    assert train_cli.main([str(recipe), "--out", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert "unknown key 'patiance'" in err and "did you mean 'patience'" in err
-    assert train_cli.main([str(ROOT / "recipes/cora_gat.yaml"), "--set", "model.heads=x", "--out", str(tmp_path)]) == 2
-
-
-def test_missing_dataset_offline_exits_1_with_url(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("ZOO_DATA", str(tmp_path / "empty"))
-    monkeypatch.setenv("ZOO_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("ZOO_OFFLINE", "1")
-    assert train_cli.main([str(ROOT / "recipes/pubmed_gcn.yaml"), "--seeds", "0", "--out", str(tmp_path), "--quiet"]) == 1
-    assert "https://" in capsys.readouterr().err
