@@ -80,15 +80,10 @@ def to_dense_batch(h: torch.Tensor, batch_num_nodes: torch.Tensor) -> tuple[torc
     batch_num_nodes = batch_num_nodes.to(h.device)
     if int(batch_num_nodes.sum()) != h.shape[0]:
         raise ValueError(f"batch_num_nodes sums to {int(batch_num_nodes.sum())} but h has {h.shape[0]} rows")
-    num_graphs = batch_num_nodes.numel()
-    graph_id = torch.repeat_interleave(torch.arange(num_graphs, device=h.device), batch_num_nodes)
-    first = torch.cumsum(batch_num_nodes, 0) - batch_num_nodes
-    position = torch.arange(h.shape[0], device=h.device) - first[graph_id]
-    width = int(batch_num_nodes.max()) if num_graphs else 0
-    dense = h.new_zeros((num_graphs, width) + tuple(h.shape[1:]))
-    dense[graph_id, position] = h
-    mask = torch.zeros(num_graphs, width, dtype=torch.bool, device=h.device)
-    mask[graph_id, position] = True
+    flat, mask = _dense_index(batch_num_nodes, h.device)
+    dense = h.new_zeros((mask.numel(),) + tuple(h.shape[1:]))
+    dense[flat] = h
+    dense = dense.view(tuple(mask.shape) + tuple(h.shape[1:]))
     return dense, mask
 
 
@@ -104,7 +99,15 @@ def dense_batch_index(g, device: torch.device) -> tuple[torch.Tensor, torch.Tens
     cached = getattr(g, "_zoo_dense_index", None)
     if cached is not None and cached[0] is batch_num_nodes and cached[1].device == device:
         return cached[1], cached[2]
-    sizes = batch_num_nodes.to(device)
+    flat, mask = _dense_index(batch_num_nodes, device)
+    g._zoo_dense_index = (batch_num_nodes, flat, mask)
+    return flat, mask
+
+
+def _dense_index(sizes: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(flat [N], mask [B, L])`` for graphs of ``sizes`` ``[B]`` nodes, ``L = max(sizes)``: node ``i``
+    (graph by graph) goes to row ``flat[i]`` of ``[B * L]``; ``mask`` is True at real nodes."""
+    sizes = sizes.to(device)
     num_graphs = sizes.numel()
     width = int(sizes.max()) if num_graphs else 0
     graph_id = torch.repeat_interleave(torch.arange(num_graphs, device=device), sizes)
@@ -112,9 +115,7 @@ def dense_batch_index(g, device: torch.device) -> tuple[torch.Tensor, torch.Tens
     flat = torch.arange(graph_id.numel(), device=device) - first[graph_id] + graph_id * width
     mask = torch.zeros(num_graphs * width, dtype=torch.bool, device=device)
     mask[flat] = True
-    mask = mask.view(num_graphs, width)
-    g._zoo_dense_index = (batch_num_nodes, flat, mask)
-    return flat, mask
+    return flat, mask.view(num_graphs, width)
 
 
 class GatedMultiheadAttention(nn.Module):
