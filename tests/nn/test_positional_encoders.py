@@ -88,3 +88,16 @@ def test_gradients_and_bad_inputs():
         RWSEEncoder(16, 4)(torch.rand(5, 8))
     with pytest.raises(ValueError, match="phi_layers"):
         SignNetLapPE(4, phi_layers=0)
+
+
+def test_signnet_decides_the_fused_gin_at_construction_and_after_a_load():
+    model = SignNetLapPE(8).eval()
+    assert model._fused == [True, True, True]
+    state = model.state_dict()
+    state["convs.1.eps"] = torch.tensor([0.5])  # a nonzero eps must go through DGL's GINConv
+    model.load_state_dict(state)
+    assert model._fused == [True, False, True]
+    g, eigvec = dgl.rand_graph(6, 14), torch.randn(6, 3)
+    fused = model(g, eigvec)
+    model._fused = [False] * 3  # every conv through DGL
+    torch.testing.assert_close(fused, model(g, eigvec))

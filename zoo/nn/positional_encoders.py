@@ -38,13 +38,21 @@ def _check_eig(eigvec: torch.Tensor, eigval: torch.Tensor | None = None) -> None
         )
 
 
-def _gin(conv: GINConv, g, x: torch.Tensor) -> torch.Tensor:
+def _fusable(conv: GINConv) -> bool:
+    """Whether :func:`_gin` may call DGL's kernel directly: a sum-aggregating ``GINConv`` without
+    activation whose ``eps`` is a fixed 0 (a buffer, not a Parameter). Decided when the module is
+    built or loaded, not per call (reading ``eps`` on a GPU is a sync)."""
+    return (getattr(conv, "_aggregator_type", None) == "sum" and conv.activation is None
+            and not isinstance(conv.eps, nn.Parameter) and not bool(conv.eps.ne(0).any()))
+
+
+def _gin(conv: GINConv, g, x: torch.Tensor, fused: bool) -> torch.Tensor:
     """``conv(g, x)`` for a sum-aggregating ``GINConv``: ``apply_func(x + sum_in x_src)`` with DGL's
-    fused kernel called directly. With a fixed ``eps = 0`` (SignNet's) the ``(1 + eps) *`` product
-    is skipped: multiplying by exactly 1 changes nothing. Any other ``eps`` goes through DGL.
+    fused kernel called directly when ``fused`` (= :func:`_fusable`): with a fixed ``eps = 0``
+    (SignNet's) the ``(1 + eps) *`` product is skipped, multiplying by exactly 1 changes nothing.
+    Otherwise it goes through DGL.
     """
-    if (getattr(conv, "_aggregator_type", None) != "sum" or conv.activation is not None
-            or isinstance(conv.eps, nn.Parameter) or bool(conv.eps.ne(0).any())):
+    if not fused:
         return conv(g, x)
     out = x + dgl_ops.copy_u_sum(g, x)
     return out if conv.apply_func is None else conv.apply_func(out)
@@ -84,6 +92,10 @@ class LapPEDeepSet(nn.Module):
         return self.rho(self.phi(pairs).masked_fill(missing, 0.0).sum(1))
 
 
+def _decide_fused_after_load(module, _incompatible_keys) -> None:
+    module._decide_fused()
+
+
 class SignNetLapPE(nn.Module):
     """Sign-invariant LapPE: SignNet with a DeepSet rho (GraphGPS's SignNet, DeepSet model).
 
@@ -118,6 +130,13 @@ class SignNetLapPE(nn.Module):
         )
         self.norms = nn.ModuleList(nn.BatchNorm1d(phi_hidden) for _ in range(phi_layers - 1))
         self.rho = _mlp([phi_out] + [phi_hidden] * (rho_layers - 1) + [dim_pe], final_relu=False)
+        self._decide_fused()
+        self.register_load_state_dict_post_hook(_decide_fused_after_load)
+
+    def _decide_fused(self):
+        """Which convs :func:`_gin` runs fused: at construction, and again after a state dict
+        loads (it could set a GINConv's ``eps`` buffer)."""
+        self._fused = [_fusable(conv) for conv in self.convs]
 
     def _phi(self, g, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
         """``[N, m, 1]`` signals, ``present`` ``[N, m]`` -> ``[N, m, phi_out]``.
@@ -135,7 +154,7 @@ class SignNetLapPE(nn.Module):
                 else:
                     normed = torch.relu(self.norms[i - 1](flat.index_select(0, rows)))
                     x = flat.new_zeros(flat.shape).index_copy(0, rows, normed).view(x.shape)
-            x = _gin(conv, g, x)  # = conv(g, x)
+            x = _gin(conv, g, x, self._fused[i])  # = conv(g, x)
         return x
 
     def forward(self, g, eigvec: torch.Tensor) -> torch.Tensor:
