@@ -15,12 +15,12 @@ import contextlib
 import importlib
 import io
 import os
-import uuid
 import zipfile
 from pathlib import Path
 
 import torch
 
+from zoo._atomic import atomic_write
 from zoo.data.cards import DatasetError, card_path
 from zoo.data.featurizers import Featurizer, parse_smiles
 from zoo.data.molecules import BadSmiles, SmilesTable, column_indices, read_csv_rows
@@ -75,13 +75,11 @@ def _dgllife_class(dotted: str, where) -> type:
 
 def _write_zip(path: Path, csv_path: Path) -> None:
     """``path``: a zip holding ``csv_path`` at its top level (dgllife's layout), replaced atomically."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+    def write(handle) -> None:
+        with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.write(csv_path, arcname=csv_path.name)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    atomic_write(path, write)
 
 
 @contextlib.contextmanager

@@ -19,13 +19,13 @@ import json
 import os
 import shutil
 import tempfile
-import uuid
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, NamedTuple
 from urllib.parse import urlsplit
 
+from zoo._atomic import atomic_write
 from zoo.data.cards import ChecksumMismatchError, DatasetError, DatasetNotFoundError, card_path
 from zoo.data.remote import DownloadError, download, offline_from_env, unzip
 
@@ -152,9 +152,8 @@ def read_stamp(folder: Path) -> dict:
 
 def write_stamp(folder: Path, stamp: dict) -> None:
     """Write the record atomically."""
-    tmp = folder / f"{STAMP}.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(json.dumps(stamp, indent=1, sort_keys=True))
-    os.replace(tmp, folder / STAMP)
+    text = json.dumps(stamp, indent=1, sort_keys=True).encode()
+    atomic_write(folder / STAMP, lambda handle: handle.write(text))
 
 
 def check_sha(card: dict, path: Path, expected: str | None, actual: str, fix: str, origin=None) -> None:
@@ -264,21 +263,20 @@ def _not_found(card: dict, data_root: Path | None, cache_root: Path, reason: str
 def _copy(card: dict, src: Path, target: Path, pinned: str | None, warn: bool) -> str:
     """Copy ``src`` to ``target`` through a temporary file, hashing the bytes copied; the copy
     replaces ``target`` only if it matches ``pinned``. Returns its sha256."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        digest = hashlib.sha256()
-        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+    digest = hashlib.sha256()
+
+    def write(fout) -> None:  # a mismatch raises here, so atomic_write deletes the copy
+        with open(src, "rb") as fin:
             for chunk in iter(lambda: fin.read(1 << 20), b""):
                 fout.write(chunk)
                 digest.update(chunk)
-        actual = digest.hexdigest()
-        check_sha(card, src, pinned, actual, f"replace it with the published file ({card['source']['url']})")
-        if pinned is None and warn:
-            warn_unpinned(card, src.name, actual)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+        check_sha(card, src, pinned, digest.hexdigest(),
+                  f"replace it with the published file ({card['source']['url']})")
+
+    atomic_write(target, write)
+    actual = digest.hexdigest()
+    if pinned is None and warn:
+        warn_unpinned(card, src.name, actual)
     return actual
 
 

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import uuid
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,10 +39,11 @@ import dgl
 import numpy as np
 import scipy.sparse as sp
 import torch
-from safetensors.torch import load, save_file
+from safetensors.torch import load, save
 from scipy.sparse.linalg import eigsh
 from tqdm.auto import tqdm
 
+from zoo._atomic import atomic_write
 from zoo.data.mirror import resolve_roots
 
 PE_VERSION = 1
@@ -243,14 +242,9 @@ def _load_cached(path: Path, graphs: list) -> dict | None:
 
 def _save_atomic(pe: dict, spec: PESpec, dataset_id: str, path: Path) -> None:
     """Write the safetensors file (the spec and dataset_id in its header) under a temporary name, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     meta = {"dataset_id": dataset_id, "spec": json.dumps(spec.to_dict()), "graphs": str(len(pe["num_nodes"]))}
-    try:
-        save_file({k: v.contiguous() for k, v in pe.items()}, tmp, metadata=meta)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    data = save({k: v.contiguous() for k, v in pe.items()}, metadata=meta)
+    atomic_write(path, lambda handle: handle.write(data))
 
 
 def _attach(graphs: list, pe: dict) -> None:

@@ -1,10 +1,11 @@
 """Verified downloads: a file reaches its place only once it is complete and its sha256 is right.
 
-:func:`download` streams a URL into ``.<name>.<random>.part`` beside the destination, hashing the
-bytes as they arrive, and renames it into place only when the transfer is complete (as long as
-``Content-Length`` says) and the sha256 is the expected one. An interrupted or wrong download
-leaves no file behind that a later load could trust. ``ZOO_OFFLINE=1`` refuses before any socket
-is opened. Every failure is one line (:class:`DownloadError` or :class:`ChecksumMismatchError`).
+:func:`download` streams a URL into a temporary file beside the destination
+(:func:`zoo._atomic.atomic_write`), hashing the bytes as they arrive, and renames it into place
+only when the transfer is complete (as long as ``Content-Length`` says) and the sha256 is the
+expected one. An interrupted or wrong download leaves no file behind that a later load could
+trust. ``ZOO_OFFLINE=1`` refuses before any socket is opened. Every failure is one line
+(:class:`DownloadError` or :class:`ChecksumMismatchError`).
 
 >>> download("https://example.org/w.safetensors", "cache/w.safetensors", "9f86d0...")  # doctest: +SKIP
 """
@@ -15,12 +16,12 @@ import http.client
 import os
 import urllib.error
 import urllib.request
-import uuid
 import zipfile
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from zoo._atomic import atomic_write
 from zoo.data.cards import ChecksumMismatchError, DatasetError, DatasetNotFoundError
 
 TIMEOUT = 60.0
@@ -52,26 +53,27 @@ def download(url: str, dest: str | Path, sha256: str | None, progress: bool = Tr
         pin = f" (sha256 {sha256})" if sha256 else ""
         raise DownloadError(f"Offline mode is on (ZOO_OFFLINE): {url} was not downloaded. Put the file at "
                             f"{dest}{pin} by hand, or unset ZOO_OFFLINE.")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
-    try:
-        actual = _fetch(url, part, progress, timeout, dest.name)
+    got = []
+
+    def write(out) -> None:  # raising here (a cut transfer, a mismatch) deletes the partial file
+        actual = _fetch(url, out, progress, timeout, dest.name)
         if sha256 is not None and actual != sha256.lower():
             raise ChecksumMismatchError(
                 f"Checksum mismatch for {url}: expected sha256 {sha256.lower()}, got {actual}; the "
                 f"download was deleted. The server's file is not the pinned one (or was corrupted "
                 f"on the way): retry, and if it persists, check the source before changing the pin.")
-        os.replace(part, dest)
-        return actual
-    finally:
-        part.unlink(missing_ok=True)
+        got.append(actual)
+
+    atomic_write(dest, write)
+    return got[0]
 
 
-def _fetch(url: str, part: Path, progress: bool, timeout: float, label: str) -> str:
-    """Stream ``url`` into ``part``; the sha256, or DownloadError when the transfer fails or is cut."""
+def _fetch(url: str, out, progress: bool, timeout: float, label: str) -> str:
+    """Stream ``url`` into the binary file ``out``; the sha256, or DownloadError when the transfer
+    fails or is cut."""
     digest, size = hashlib.sha256(), 0
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
             with tqdm(total=total, unit="B", unit_scale=True, desc=label, disable=not progress, leave=False) as bar:
