@@ -22,8 +22,9 @@ from zoo.data import (
     load_node_dataset,
 )
 from zoo.data import dgl_source
-from zoo.data.cards import card_path, cards_dirs, check_card, package_cards_dir
+from zoo.data.cards import card_path, cards_dirs, check_card, import_source_object, package_cards_dir
 from zoo.data.mirror import sha256_file
+from zoo.data.molecules import penalized_logp
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(path.stem for path in (REPO / "datasets").glob("*.yaml"))
@@ -269,3 +270,18 @@ def test_card_loads_from_its_offline_copy(name, zoo_data, zoo_cache):
     assert sum(map(len, parts)) == len(set().union(*parts)) and max(set().union(*parts)) < len(data)
     if "sizes" in card["split"] and source == card["source"]["kind"] and source == "dgl":
         assert data.sizes == card["split"]["sizes"]
+
+
+@pytest.mark.parametrize("key, dotted, context", [
+    ("dgllife_class", "dgllife.data.NoSuchDataset", ""),
+    ("target_function", "zoo.data.molecules.no_such_function", ""),
+    ("target_function", "no_dots", ""),
+    ("dgl_class", "no_such_module.Dataset", " with dgl 9.9"),
+])
+def test_a_dotted_path_a_card_names_that_cannot_be_imported_is_named(key, dotted, context):
+    card = {**load_card("esol"), "source": {**load_card("esol")["source"], key: dotted}}
+    with pytest.raises(DatasetError, match=re.escape(f"source.{key} {dotted!r} cannot be imported{context} (")) as info:
+        import_source_object(card, key, context)
+    assert str(info.value).startswith(f"{card_path('esol')}: ") and "\n" not in str(info.value)
+    card["source"][key] = "zoo.data.molecules.penalized_logp"
+    assert import_source_object(card, key) is penalized_logp

@@ -8,6 +8,7 @@ installed wheel, else the checkout's top-level ``datasets/`` (source tree, ``pip
 from __future__ import annotations
 
 import difflib
+import importlib
 import os
 import re
 from pathlib import Path
@@ -70,6 +71,20 @@ def card_path(name: str) -> Path:
         if (folder / f"{name}.yaml").is_file():
             return folder / f"{name}.yaml"
     return package_cards_dir() / f"{name}.yaml"
+
+
+def import_source_object(card: dict, key: str, context: str = ""):
+    """The object named by the dotted path ``card["source"][key]`` (e.g. ``dgl.data.CoraGraphDataset``);
+    a :class:`DatasetError` naming the card, the key and the path when it cannot be imported.
+    ``context`` is added after "cannot be imported" (e.g. " with dgl 2.1.0")."""
+    dotted = card["source"][key]
+    module, _, attr = dotted.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise DatasetError(
+            f"{card_path(card['name'])}: source.{key} {dotted!r} cannot be imported{context} ({exc})."
+        ) from None
 
 
 def load_card(name: str) -> dict:

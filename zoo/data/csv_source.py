@@ -15,7 +15,6 @@ RDKit pass runs once per file, card, featurizer and ``limit``.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import shutil
@@ -30,7 +29,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from zoo.data.cards import DatasetError, card_path, load_card
+from zoo.data.cards import DatasetError, card_path, import_source_object, load_card
 from zoo.data.dgllife_source import read_dgllife_table
 from zoo.data.featurizers import DEFAULT_FEATURIZER, Featurizer, featurizer_from_spec, smiles_featurizers
 from zoo.data.graph_data import GRAPH_TASKS, SPLITS, GraphData
@@ -190,12 +189,8 @@ def _read_table(card: dict, folder: Path, roots: Roots, limit: int | None, progr
                             limit=limit, progress=progress, featurizer=featurizer)
     if "target_function" not in src:
         return table
-    module, _, attr = src["target_function"].rpartition(".")
-    try:
-        function = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise DatasetError(f"{card_path(card['name'])}: source.target_function {src['target_function']!r} "
-                           f"cannot be imported ({exc}).") from None
+    function = import_source_object(card, "target_function")
+    attr = src["target_function"].rpartition(".")[2]
     values = [function(s) for s in tqdm(table.smiles, desc=attr, disable=not progress, leave=False)]
     return table._replace(targets=torch.tensor(values, dtype=torch.float64).float().view(-1, 1))
 

@@ -4,7 +4,6 @@ build the class with its processed caches verified (:func:`build_dgl`), and (gra
 read the graphs, labels and split."""
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 
@@ -12,22 +11,14 @@ import dgl
 import dgl.data
 import torch
 
-from zoo.data.cards import DatasetError, card_path
+from zoo.data.cards import DatasetError, card_path, import_source_object
 from zoo.data.graph_data import GraphData, from_graphs
 from zoo.data.mirror import Roots, ensure_raw_folder, guard_derived
 
 
 def dgl_class(card: dict) -> type:
     """Import the class named by ``source.dgl_class`` (e.g. ``dgl.data.CoraGraphDataset``)."""
-    dotted = card["source"]["dgl_class"]
-    module, _, attr = dotted.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise DatasetError(
-            f"{card_path(card['name'])}: source.dgl_class {dotted!r} cannot be imported "
-            f"with dgl {dgl.__version__} ({exc})."
-        ) from None
+    return import_source_object(card, "dgl_class", f" with dgl {dgl.__version__}")
 
 
 def _stub(cls: type, raw_dir: Path):

@@ -12,7 +12,6 @@ Split, caching of the featurized graphs and the bad-row report are those of
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import os
 import zipfile
@@ -21,7 +20,7 @@ from pathlib import Path
 import torch
 
 from zoo._atomic import atomic_write
-from zoo.data.cards import DatasetError, card_path
+from zoo.data.cards import DatasetError, card_path, import_source_object
 from zoo.data.featurizers import Featurizer, parse_smiles
 from zoo.data.molecules import BadSmiles, SmilesTable, column_indices, read_csv_rows
 
@@ -31,7 +30,7 @@ def read_dgllife_table(card: dict, csv_path: Path, cache: Path, featurizer: Feat
     """The card's molecules as dgllife's class reads them from ``csv_path`` (a verified copy), graphs
     made by ``featurizer``; missing labels (dgllife's mask) become NaN. ``limit`` keeps rows below it."""
     src, where = card["source"], card_path(card["name"])
-    cls = _dgllife_class(src["dgllife_class"], where)
+    cls = import_source_object(card, "dgllife_class")
     folder = cache / "dgllife"
     folder.mkdir(parents=True, exist_ok=True)
     _write_zip(folder / src["dgllife_zip"], csv_path)
@@ -62,15 +61,6 @@ def read_dgllife_table(card: dict, csv_path: Path, cache: Path, featurizer: Feat
     return SmilesTable(graphs=[g for g, k in zip(dataset.graphs, keep) if k], targets=targets[keep], rows=rows[keep],
                        report=[b for b in report if limit is None or b.row < limit],
                        smiles=[raw[i].strip() for i in rows[keep].tolist()])
-
-
-def _dgllife_class(dotted: str, where) -> type:
-    """The dgllife dataset class named by ``source.dgllife_class``."""
-    module, _, attr = dotted.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise DatasetError(f"{where}: source.dgllife_class {dotted!r} cannot be imported ({exc}).") from None
 
 
 def _write_zip(path: Path, csv_path: Path) -> None:
