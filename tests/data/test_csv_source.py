@@ -104,7 +104,11 @@ def test_csv_card_is_featurized_once(tmp_path, monkeypatch):
     def no_rebuild(*args, **kwargs):
         raise AssertionError("featurized again instead of reading the cache")
 
+    def no_raw_folder(*args, **kwargs):
+        raise AssertionError("the raw folder was mirrored or verified on a cache hit")
+
     monkeypatch.setattr(csv_source, "read_smiles_csv", no_rebuild)
+    monkeypatch.setattr(csv_source, "ensure_raw_folder", no_raw_folder)
     again = load_graph_dataset("toy", **roots)
     assert again.dataset_id == data.dataset_id and again.smiles == data.smiles
     assert [b.row for b in again.report] == [6]

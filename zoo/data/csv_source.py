@@ -10,7 +10,8 @@ The split follows ``split.protocol``: ``fixed_index_file`` (columns train / val 
 over all CSV rows, unparseable ones included, with ``split.fractions``) or ``random`` (a seeded
 permutation of the kept molecules). Rows whose SMILES RDKit rejects are reported and dropped
 after the split. Featurized cards are cached under ``$ZOO_CACHE/featurized/``, so the slow
-RDKit pass runs once per file, card, featurizer and ``limit``.
+RDKit pass runs once per file, card, featurizer and ``limit``; a cache hit neither mirrors nor
+verifies the raw folder (the cache key holds the card's sha256s of its files).
 """
 from __future__ import annotations
 
@@ -50,14 +51,14 @@ def load_csv_card(card: dict, roots: Roots, *, limit: int | None, seed: int, pro
     if not featurizer.featurizes_smiles:
         raise DatasetError(f"{card_path(card['name'])}: a {src['kind']} source is featurized from SMILES, which "
                            f"{featurizer.name!r} does not do; use one of {', '.join(smiles_featurizers())}.")
-    folder = _ensure_csv_folder(card, roots)
     what = {"v": CACHE_VERSION, "files": src["files"], "table": table_file(src), "smiles": src["smiles_column"],
             "targets": src.get("target_columns"), "function": src.get("target_function"), "limit": limit,
             "split": {k: split.get(k) for k in ("protocol", "index_file", "fractions")}, "feat": featurizer.spec,
             **({"dgllife_class": src["dgllife_class"]} if src["kind"] == "dgllife" else {})}
     key = _digest(what)  # everything the cached graphs, targets and fixed split depend on
     cached = roots.cache / "featurized" / f"{card['name']}-{key}"
-    if not (cached / "meta.json").is_file():
+    if not (cached / "meta.json").is_file():  # a hit reads no raw file: the key holds their sha256s
+        folder = _ensure_csv_folder(card, roots)
         table = _read_table(card, folder, roots, limit, progress, featurizer)
         fixed = None if split["protocol"] == "random" else _rows_to_positions(
             table.rows, _row_split(card, folder, table, progress))
