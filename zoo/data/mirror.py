@@ -53,8 +53,8 @@ def resolve_roots(data_root=None, cache_root=None, offline=None) -> Roots:
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    return _digest_file(path, hashlib.sha256())
+    """Hex sha256 of a file."""
+    return _digest_file(path, "sha256")
 
 
 def ensure_raw_folder(card: dict, *, data_root: Path | None, cache_root: Path, offline: bool) -> Path:
@@ -208,7 +208,7 @@ def _download(card: dict, data_root: Path | None, cache_root: Path) -> None:
         for name, pinned in source["files"].items():
             raw[name] = sha256_file(got / name)
             check_sha(card, got / name, pinned, raw[name], fix)
-            if name in md5s and _digest_file(got / name, hashlib.md5()) != md5s[name]:
+            if name in md5s and _digest_file(got / name, "md5") != md5s[name]:
                 raise ChecksumMismatchError(
                     f"Dataset {card['name']!r}: checksum mismatch for {source.get('file_urls', {}).get(name, source['url'])}: "
                     f"its md5 is not the published {md5s[name]} (from {card_path(card['name'])}); {fix}."
@@ -305,8 +305,6 @@ def _hashes(part) -> dict:
 
 
 def _digest_file(path: Path, digest) -> str:
-    """Feed a file to ``digest`` in 1 MiB chunks; its hex digest."""
+    """Hex digest of a file by :func:`hashlib.file_digest`; ``digest`` is a hashlib name ("sha256", "md5")."""
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, digest).hexdigest()
