@@ -37,12 +37,11 @@ def model_card(name: str, model: torch.nn.Module, recipe: Recipe, metrics: dict,
     dgllife's ``atom_features``) join ``model_args``. ``extra`` keys (e.g. a fine-tuned model's
     ``parent``) are added as given.
     """
-    options = {k: v for k, v in recipe.model.items() if k != "name"}
-    options.update(featurizer_from_spec(featurizer).model_inputs() if featurizer else {})
+    inputs = featurizer_from_spec(featurizer).model_inputs() if featurizer else {}
     card = {
         "name": name,
         "architecture": recipe.model["name"],
-        "model_args": {**options, "num_outputs": num_outputs},
+        "model_args": recipe.model_args(inputs, num_outputs=num_outputs),
         "recipe": recipe.to_dict(),
         "task": recipe.task,
         "metric": metrics["main_metric"],
@@ -105,10 +104,9 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
         dataset = None
     chosen = recipe.featurizer or (dataset or {}).get("featurizer")  # the recipe's, else the dataset card's
     featurizer = featurizer_from_spec(chosen) if chosen else None
-    options = {k: v for k, v in recipe.model.items() if k != "name"}
-    options.update(featurizer.model_inputs() if featurizer else {})
-    num_outputs = _num_outputs(recipe.model["name"], options, best["model"])
-    model_args = {**options, "num_outputs": num_outputs}
+    inputs = featurizer.model_inputs() if featurizer else {}
+    num_outputs = _num_outputs(recipe.model["name"], recipe.model_args(inputs), best["model"])
+    model_args = recipe.model_args(inputs, num_outputs=num_outputs)
     model = model_from_card({"architecture": recipe.model["name"], "model_args": model_args}, run_dir)
     try:
         model.load_state_dict(best["model"], strict=True)

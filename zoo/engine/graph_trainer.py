@@ -64,8 +64,7 @@ def predict(model, loader, device: str | torch.device = "cpu") -> tuple[torch.Te
 def build_graph_model(recipe: Recipe, num_outputs: int, **inputs):
     """The recipe's registered model with ``num_outputs`` targets and the input arguments the data's
     featurizer implies (``GraphData.model_inputs``, e.g. dgllife's ``atom_features``)."""
-    options = {k: v for k, v in recipe.model.items() if k != "name"}
-    return create_model(recipe.model["name"], num_outputs=num_outputs, **inputs, **options)
+    return create_model(recipe.model["name"], **recipe.model_args(inputs, num_outputs=num_outputs))
 
 
 def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, progress: bool = True,

@@ -41,8 +41,8 @@ def train_node_classifier(
     run_dir.mkdir(parents=True, exist_ok=True)
     seed_everything(seed)
     device = resolve_device(device)
-    options = {k: v for k, v in recipe.model.items() if k != "name"}
-    model = create_model(recipe.model["name"], in_feats=data.features.shape[1], num_classes=data.num_classes, **options)
+    model = create_model(recipe.model["name"], in_feats=data.features.shape[1], num_classes=data.num_classes,
+                         **recipe.model_args())
     if device.type != "cpu":
         model, data = model.to(device), data.to(device)
     optimizers = _optimizers(model, recipe.optim)

@@ -88,6 +88,11 @@ class Recipe:
         """The resolved recipe as plain data (what a run folder stores)."""
         return dataclasses.asdict(self)
 
+    def model_args(self, inputs: dict | None = None, **extra) -> dict:
+        """The model's arguments: the recipe's (without ``name``), then ``inputs`` (those the data's
+        featurizer implies, e.g. dgllife's ``atom_features``), then ``extra`` (e.g. ``num_outputs``)."""
+        return {**{k: v for k, v in self.model.items() if k != "name"}, **(inputs or {}), **extra}
+
     def config_hash(self) -> str:
         """Ten hex digits identifying everything that changes a result (not seeds or name; the
         featurizer only when the recipe chooses one, so older recipes keep their hash)."""
