@@ -19,7 +19,6 @@ from zoo.data.featurizers import (
     InvalidSmilesError,
     OgbFeaturizer,
     ZincTypeDict,
-    check_featurizer_spec,
     featurizer_from_spec,
     smiles_featurizers,
     smiles_problem,
@@ -89,14 +88,14 @@ def test_specs_kinds_and_model_inputs():
 
 
 def test_a_stored_spec_must_have_this_installations_layout():
-    check_featurizer_spec(dict(FEATURIZER_SPEC, ogb_version="1.0.0", rdkit_version="x"))  # versions may differ
+    featurizer_from_spec(dict(FEATURIZER_SPEC, ogb_version="1.0.0", rdkit_version="x"))  # versions may differ
     assert isinstance(featurizer_from_spec(dict(FEATURIZER_SPEC, ogb_version="0")), OgbFeaturizer)
     with pytest.raises(DatasetError, match=r"card.yaml: Featurizer mismatch.*atom_feature_dims: stored \[28\]"):
         featurizer_from_spec(dict(FEATURIZER_SPEC, atom_feature_dims=[28]), where="card.yaml")
     with pytest.raises(DatasetError, match="bond_features: stored 13, current 12"):
-        check_featurizer_spec(dict(DgllifeFeaturizer().spec, bond_features=13))
+        featurizer_from_spec(dict(DgllifeFeaturizer().spec, bond_features=13))
     with pytest.raises(DatasetError, match="atom_feature_dims: stored None"):  # a stored spec lacking its layout
-        check_featurizer_spec({"name": "ogb-smiles2graph"})
+        featurizer_from_spec({"name": "ogb-smiles2graph"})
     with pytest.raises(DatasetError, match="featurizer 'dgllife-canonicl' is not one of .*Did you mean 'dgllife-canonical'"):
         featurizer_from_spec("dgllife-canonicl")
 

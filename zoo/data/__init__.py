@@ -16,7 +16,6 @@ from zoo.data.featurizers import (
     Featurizer,
     InvalidSmilesError,
     OgbFeaturizer,
-    check_featurizer_spec,
     featurizer_from_spec,
     smiles_to_graph,
 )
@@ -31,7 +30,7 @@ from zoo.data.scaffold import scaffold_split
 __all__ = [
     "FEATURIZERS", "FEATURIZER_SPEC", "BadSmiles", "ChecksumMismatchError", "CsvError", "DatasetError",
     "DatasetNotFoundError", "DgllifeFeaturizer", "DownloadError", "Featurizer", "GraphData", "InvalidSmilesError",
-    "NodeData", "OgbFeaturizer", "PESpec", "SmilesTable", "add_positional_encodings", "check_featurizer_spec",
+    "NodeData", "OgbFeaturizer", "PESpec", "SmilesTable", "add_positional_encodings",
     "collate", "csv_card_file", "download", "featurizer_from_spec", "laplacian_pe", "list_cards", "load_card",
     "load_csv_dataset", "load_graph_dataset", "load_node_dataset", "make_dataloaders", "penalized_logp",
     "random_walk_se", "read_smiles_csv", "scaffold_split", "smiles_to_graph",

@@ -216,15 +216,6 @@ def featurizer_from_spec(spec: dict | str | Featurizer, where: str | None = None
     return featurizer
 
 
-def check_featurizer_spec(stored: dict) -> None:
-    """Raise :class:`DatasetError` unless this installation builds the featurizer ``stored`` (e.g. a
-    checkpoint's spec) describes, with the same layout (:func:`featurizer_from_spec`).
-
-    >>> check_featurizer_spec(dict(FEATURIZER_SPEC, ogb_version="0.0"))  # versions may differ
-    """
-    featurizer_from_spec(stored)
-
-
 FEATURIZER_SPEC = OgbFeaturizer().spec
 """The default featurizer's spec (what the shipped checkpoints record)."""
 

@@ -41,7 +41,7 @@ import torch
 
 from zoo._atomic import atomic_write
 from zoo._safe_load import load_weights_only, reason
-from zoo.data import DatasetError, check_featurizer_spec, download
+from zoo.data import DatasetError, download, featurizer_from_spec
 from zoo.data.mirror import resolve_roots, sha256_file
 from zoo.models.registry import PRETRAINED_DIR, REMOTE_PRETRAINED, create_model, list_models, pretrained_names
 
@@ -117,13 +117,13 @@ def load_pretrained(name_or_path, *, check_featurizer: bool = True, directory=No
     ``"zinc_siggate"``, or the path of a ``.safetensors`` file or its ``.json`` card (or of a
     legacy ``.pt`` file). The card and weights digests are checked first. ``check_featurizer``:
     refuse weights whose molecule featurizer differs from this installation's (see
-    :func:`zoo.data.molecules.check_featurizer_spec`).
+    :func:`zoo.data.featurizer_from_spec`).
     """
     path = _resolve(name_or_path, directory)
     card, state = _read_legacy(path) if path.suffix == ".pt" else _read_verified(path)
     if check_featurizer and "featurizer" in card:
         try:
-            check_featurizer_spec(card["featurizer"])
+            featurizer_from_spec(card["featurizer"])
         except DatasetError as err:
             raise PretrainedError(f"{path}: {err}") from None
     model = model_from_card(card, path)
