@@ -143,12 +143,14 @@ class LTGAConv(nn.Module):
             raise ValueError("LTGAConv needs every node to have an incoming edge: add self-loops "
                              "with dgl.add_self_loop(graph)")
         with graph.local_scope():
+            num_dst = graph.num_dst_nodes()  # on a DGL block: its first num_dst source nodes
             if feat.is_sparse:
                 src, dst = self._sparse_projections(feat)
+                dst = dst[:num_dst]
             else:
                 h = self.feat_drop(feat)
                 src = self.fc_src(h).view(-1, self.num_heads, self.out_feats)
-                dst = self.fc_dst(h).view(-1, self.num_heads, self.out_feats)
+                dst = self.fc_dst(h[:num_dst]).view(-1, self.num_heads, self.out_feats)
             graph.srcdata["el"], graph.dstdata["er"] = src, dst
             if self.scoring == "dot":
                 graph.apply_edges(fn.u_dot_v("el", "er", "e"))
