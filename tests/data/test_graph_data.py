@@ -55,7 +55,7 @@ def test_positional_encodings_attach_and_record_the_spec(tmp_path):
     data = _data(3)
     data.cache_root = tmp_path
     data.add_positional_encodings({"rwse_k": 2}, progress=False)
-    assert data.pe_spec == {"lap_k": 0, "rwse_k": 2, "version": 1}
+    assert data.pe_spec == {"lap_k": 0, "rwse_k": 2, "version": 2}
     # path graph 0-1: a 2-step walk returns with probability 1, a 1-step one never
     assert data.graphs[0].ndata["rwse"].tolist() == [[0.0, 1.0], [0.0, 1.0]]
 

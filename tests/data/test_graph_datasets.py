@@ -62,7 +62,7 @@ def test_card_and_source_must_agree_on_num_tasks(zoo_data, zoo_cache, tmp_path, 
 
 def test_positional_encodings_and_loaders(zoo_data, zoo_cache):
     data = load_graph_dataset("zinc_smiles", limit=64, pe={"lap_k": 4, "rwse_k": 8}, **_offline(zoo_data, zoo_cache))
-    assert data.pe_spec == {"lap_k": 4, "rwse_k": 8, "version": 1} and data.cache_root == zoo_cache
+    assert data.pe_spec == {"lap_k": 4, "rwse_k": 8, "version": 2} and data.cache_root == zoo_cache
     graph, y = next(iter(make_dataloaders(data, batch_size=16, seed=1)["train"]))
     assert graph.batch_size == 16 and y.shape == (16, 1)
     assert graph.ndata["lap_eigvec"].shape[1] == 4 and graph.ndata["rwse"].shape[1] == 8

@@ -89,6 +89,51 @@ def test_lap_pe_sign_convention_and_first_pair():
     torch.testing.assert_close(vec[:, 0], expected, atol=1e-6, rtol=0)
 
 
+def test_degenerate_eigenspace_gets_the_hand_computed_canonical_basis():
+    # 4-cycle: eigenvalues 0, 1, 1, 2; the eigenspace of 1 is spanned by e0 - e2 and e1 - e3.
+    # P e0 = (e0 - e2) / 2 comes first, then P e1 = (e1 - e3) / 2 is already orthogonal to it.
+    vec, val = laplacian_pe(_undirected(4, [(0, 1), (1, 2), (2, 3), (3, 0)]), 4)
+    np.testing.assert_allclose(val[0].numpy(), [0.0, 1.0, 1.0, 2.0], atol=1e-6)
+    r = 0.5 ** 0.5
+    np.testing.assert_allclose(vec[:, 1:3].numpy(), [[r, 0.0], [0.0, r], [-r, 0.0], [0.0, -r]], atol=1e-6)
+
+
+def _rotated_eigh(seed):
+    """np.linalg.eigh with every degenerate eigenspace's basis turned by a random orthogonal
+    matrix (a reflection for odd seeds): another basis an eigensolver could return."""
+    real = np.linalg.eigh
+    rng = np.random.default_rng(seed)
+
+    def eigh(matrix):
+        evals, evecs = real(matrix)
+        starts = np.flatnonzero(np.diff(evals, prepend=-np.inf) > 1e-6)
+        for a, b in zip(starts, list(starts[1:]) + [len(evals)]):
+            q, _ = np.linalg.qr(rng.normal(size=(b - a, b - a)))
+            if seed % 2:
+                q[:, 0] *= -1
+            evecs[:, a:b] = evecs[:, a:b] @ q
+        return evals, evecs
+    return eigh
+
+
+# 6-cycle (two eigenvalues of multiplicity 2), star K_{1,4} (eigenvalue 1, multiplicity 3),
+# complete K_5 (eigenvalue 5/4, multiplicity 4; cut by k = 3)
+SYMMETRIC = {"cycle6": GRAPHS["cycle6"], "star5": _undirected(5, [(0, i) for i in range(1, 5)]),
+             "complete5": _undirected(5, [(i, j) for i in range(5) for j in range(i + 1, 5)])}
+
+
+@pytest.mark.parametrize("name", sorted(SYMMETRIC))
+@pytest.mark.parametrize("k", [3, 5])
+def test_lap_pe_does_not_depend_on_the_solver_basis(name, k, monkeypatch):
+    g = SYMMETRIC[name]
+    want_vec, want_val = laplacian_pe(g, k)
+    for seed in range(4):
+        monkeypatch.setattr(positional.np.linalg, "eigh", _rotated_eigh(seed))
+        vec, val = laplacian_pe(g, k)
+        torch.testing.assert_close(val, want_val, atol=1e-6, rtol=0)
+        torch.testing.assert_close(vec, want_vec, atol=1e-6, rtol=0)
+
+
 def test_lap_pe_pads_small_graphs_with_nan():
     vec, val = laplacian_pe(GRAPHS["triangle_pendant"], 6)
     assert torch.isnan(vec[:, 4:]).all() and torch.isnan(val[:, 4:]).all()
@@ -113,7 +158,9 @@ def test_lap_pe_sparse_path_agrees_with_dense(monkeypatch):
 
 def test_pe_spec_validation():
     assert PESpec.from_any(None) == PESpec() and not PESpec()
-    assert PESpec.from_any({"lap_k": 4}).key() == "lap4-rw0-v1"
+    assert PESpec.from_any({"lap_k": 4}).key() == "lap4-rw0-v2"
+    # version 1 differed only in leaving degenerate eigenspaces to LAPACK: computed as version 2
+    assert PESpec.from_any({"lap_k": 4, "version": 1}).to_dict() == {"lap_k": 4, "rwse_k": 0, "version": 2}
     with pytest.raises(ValueError, match="unknown PE spec key.*'lapk'"):
         PESpec.from_any({"lapk": 4})
     with pytest.raises(ValueError, match="rwse_k must be an int >= 0"):
@@ -165,7 +212,7 @@ def test_pe_cache_is_safetensors_with_the_spec_in_its_header(tmp_path):
     assert path.suffix == ".safetensors" and [p.name for p in path.parent.iterdir()] == [path.name]
     with safe_open(str(path), "pt") as f:
         assert sorted(f.keys()) == ["lap_eigval", "lap_eigvec", "num_nodes", "rwse"]
-        assert f.metadata() == {"dataset_id": "toy", "spec": '{"lap_k": 2, "rwse_k": 3, "version": 1}', "graphs": "4"}
+        assert f.metadata() == {"dataset_id": "toy", "spec": '{"lap_k": 2, "rwse_k": 3, "version": 2}', "graphs": "4"}
 
 
 @pytest.mark.parametrize("content", ["payload", "truncated", "empty"])

@@ -7,8 +7,9 @@
   and eigval (as GraphGPS), so the encoder must mask NaNs (``torch.isnan``) and zero them.
   Signs are fixed so each eigenvector's largest-magnitude entry (the first one within 1e-6 of
   the largest) is positive; that is only a convention (random sign flips or SignNet belong in
-  the encoder), and inside a degenerate eigenspace the basis is whatever ``numpy.linalg.eigh`` returns. Isolated nodes have
-  ``L_ii = 1``. Dense ``eigh`` in float64 up to :data:`DENSE_MAX_NODES` nodes, else sparse
+  the encoder). Inside a degenerate eigenspace (eigenvalues within :data:`DEGENERATE_TOL`) the
+  basis is made canonical by :func:`canonical_eigenbasis`, so it does not depend on which basis
+  LAPACK returns on a given CPU. Isolated nodes have ``L_ii = 1``. Dense ``eigh`` in float64 up to :data:`DENSE_MAX_NODES` nodes, else sparse
   shift-invert ``eigsh``. (``dgl.lap_pe`` is not used: it drops the first eigenpair, flips
   signs at random and runs ``eigs`` with ``tol=1e-2``.)
 * :func:`random_walk_se` is ``dgl.random_walk_pe``: ``diag((D^-1 A)^t)`` for t = 1..k, i.e.
@@ -46,8 +47,14 @@ from tqdm.auto import tqdm
 from zoo._atomic import atomic_write
 from zoo.data.mirror import resolve_roots
 
-PE_VERSION = 1
-"""Bump when the computation changes: it is part of every cache key."""
+PE_VERSION = 2
+"""Bump when the computation changes: it is part of every cache key. Version 2 made the basis of
+degenerate eigenspaces canonical (version 1 left it to LAPACK, so it differed between CPUs) and is
+otherwise identical, so a version-1 spec is accepted and computed as version 2."""
+COMPATIBLE_VERSIONS = (1, 2)
+DEGENERATE_TOL = 1e-6
+"""Eigenvalues closer than this (absolute; the spectrum lies in [0, 2]) form one eigenspace."""
+_PIVOT_TOL = 1e-4
 DENSE_MAX_NODES = 2000
 PE_KEYS = ("lap_eigvec", "lap_eigval", "rwse")
 
@@ -57,7 +64,7 @@ class PESpec:
     """Which encodings to compute: ``lap_k`` eigenpairs, ``rwse_k`` walk steps (0 = none).
 
     >>> PESpec.from_any({"lap_k": 8, "rwse_k": 16}).to_dict()
-    {'lap_k': 8, 'rwse_k': 16, 'version': 1}
+    {'lap_k': 8, 'rwse_k': 16, 'version': 2}
     """
 
     lap_k: int = 0
@@ -81,9 +88,9 @@ class PESpec:
         unknown = sorted(set(spec) - {"lap_k", "rwse_k", "version"})
         if unknown:
             raise ValueError(f"unknown PE spec key(s) {unknown}; valid keys: lap_k, rwse_k")
-        if spec.get("version", PE_VERSION) != PE_VERSION:
+        if spec.get("version", PE_VERSION) not in COMPATIBLE_VERSIONS:
             raise ValueError(
-                f"PE spec version {spec['version']} differs from this code's {PE_VERSION}; "
+                f"PE spec version {spec['version']} is not one this code computes ({COMPATIBLE_VERSIONS}); "
                 "the encodings would differ from the ones the model was trained with."
             )
         return cls(int(spec.get("lap_k", 0)), int(spec.get("rwse_k", 0)))
@@ -93,7 +100,7 @@ class PESpec:
         return {**asdict(self), "version": PE_VERSION}
 
     def key(self) -> str:
-        """Short file-name key of this spec, e.g. ``lap8-rw16-v1``."""
+        """Short file-name key of this spec, e.g. ``lap8-rw16-v2``."""
         return f"lap{self.lap_k}-rw{self.rwse_k}-v{PE_VERSION}"
 
     def __bool__(self) -> bool:
@@ -116,18 +123,57 @@ def laplacian_pe(g: dgl.DGLGraph, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         deg = np.asarray(adj.sum(1)).ravel()
         dinv = np.divide(1.0, np.sqrt(deg), out=np.zeros(n), where=deg > 0)
         lap = sp.identity(n, format="csc") - sp.diags(dinv) @ adj @ sp.diags(dinv)
-        evals, evecs = eigsh(lap.tocsc(), k=m, sigma=-1e-3, which="LM")
-    order = np.argsort(evals, kind="stable")[:m]
-    evals, evecs = np.clip(evals[order], 0.0, 2.0), evecs[:, order]
-    if n:  # sign: the first entry within 1e-6 of the largest magnitude is positive
-        mags = np.abs(evecs)
-        peak = evecs[(mags >= mags.max(0) - 1e-6).argmax(0), np.arange(m)]
-        evecs = evecs * np.where(peak < 0, -1.0, 1.0)
+        # 8 more than m, so that an eigenspace cut by the k-th eigenpair is seen whole (one of
+        # multiplicity > 8 at the cut is still cut, and its basis is the solver's)
+        evals, evecs = eigsh(lap.tocsc(), k=min(m + 8, n - 1), sigma=-1e-3, which="LM")
+    order = np.argsort(evals, kind="stable")
+    evals, evecs = canonical_eigenbasis(evals[order], evecs[:, order])
+    evals, evecs = np.clip(evals[:m], 0.0, 2.0), evecs[:, :m]
     vec = np.full((n, k), np.nan)
     vec[:, :m] = evecs
     val = np.full(k, np.nan)
     val[:m] = evals
     return torch.from_numpy(vec).float(), torch.from_numpy(val).float().expand(n, k).clone()
+
+
+def canonical_eigenbasis(evals: np.ndarray, evecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(evals, evecs)`` (ascending, orthonormal columns) with a basis that depends only on the
+    eigenspaces, not on the basis a solver returned, up to float rounding.
+
+    * A simple eigenvector gets the sign that makes its largest-magnitude entry (the first within
+      1e-6 of the largest) positive.
+    * A degenerate eigenspace (eigenvalues within :data:`DEGENERATE_TOL`) with orthonormal basis
+      ``U`` and projector ``P = U U^T`` (unique whatever ``U`` is) gets the Gram-Schmidt basis of
+      ``P e_0, P e_1, ...`` in node order, skipping columns whose remainder is shorter than 1e-4.
+      The first vector is thus ``P e_i / |P e_i|`` for the first node ``i`` the space reaches.
+    The basis follows the node order (it is not permutation-equivariant), as every LapPE is.
+
+    >>> c, s = np.cos(0.3), np.sin(0.3)  # any rotation inside the eigenspace of 1.0
+    >>> vecs = np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+    >>> (canonical_eigenbasis(np.array([0.0, 1.0, 1.0]), vecs)[1].round(6) + 0.0).tolist()
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    evecs = evecs.copy()
+    starts = np.flatnonzero(np.diff(evals, prepend=-np.inf) > DEGENERATE_TOL)
+    for a, b in zip(starts, list(starts[1:]) + [len(evals)]):
+        basis = evecs[:, a:b]
+        if b - a == 1:
+            mags = np.abs(basis[:, 0])
+            peak = basis[(mags >= mags.max() - 1e-6).argmax(), 0] if len(mags) else 1.0
+            evecs[:, a] = basis[:, 0] * (-1.0 if peak < 0 else 1.0)
+            continue
+        found: list[np.ndarray] = []
+        for i in range(basis.shape[0]):
+            column = basis @ basis[i]  # P e_i, without forming P
+            for q in found:
+                column = column - q * (q @ column)
+            norm = np.linalg.norm(column)
+            if norm > _PIVOT_TOL:
+                found.append(column / norm)
+                if len(found) == b - a:
+                    break
+        evecs[:, a:b] = np.stack(found, axis=1)
+    return evals, evecs
 
 
 def random_walk_se(g: dgl.DGLGraph, k: int) -> torch.Tensor:
