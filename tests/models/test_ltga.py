@@ -120,9 +120,74 @@ def test_sparse_features_give_the_dense_forward_and_gradients(training):
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("delta", 0.0, "delta is 0.0; it must be in (0, 1]"), ("q", 0.0, "q is 0.0; it must be > 0"),
+    ("delta", 0.0, "delta is 0.0; it must be in (0, 2]"), ("delta", 2.5, "delta is 2.5; it must be in (0, 2]"),
+    ("q", 0.0, "q is 0.0; it must be > 0"), ("edge_feats", -1, "edge_feats is -1; it must be >= 0"),
     ("alpha", 0.5, "alpha is 0.5; it must be >= 1"), ("layers", 0, "layers is 0; it must be >= 1"),
 ])
 def test_declared_ranges_are_checked_on_construction(option, value, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
         create_model("ltga", in_feats=4, num_classes=2, **{option: value})
+
+
+# The paper's Table 11 (and Appendix F): trainable parameters of its Cora models, PyG layout (endpoint
+# projections and output with biases), 2 layers, 8 heads of 64 (concatenated, then averaged), 1433
+# features, 7 classes. Hand count: GATv2 = 2 (1433*512 + 512) + 512 + 512 [layer 1: W_l, W_r, a,
+# bias] + 2 (512*56 + 56) + 56 + 7 [layer 2, bias over the head mean] = 1,526,959; + L*M = 16 q
+# logits (Head); + the (2F_h) -> 8 -> M gates, 1,104 + 192 (Edge).
+TABLE_11 = [
+    ("GATv2", dict(normaliser="softmax"), 1_526_959),
+    ("frozen q = 1", dict(q_mode="fixed", q=1.0), 1_526_959),
+    ("LTGA-Head", dict(q_mode="head"), 1_526_975),
+    ("temperature control", dict(normaliser="softmax", control="head_temperature"), 1_526_975),
+    ("LTGA-Edge", dict(q_mode="edge"), 1_528_255),
+    ("logit-bias control", dict(normaliser="softmax", control="edge_bias"), 1_528_255),
+    ("logit-scale control", dict(normaliser="softmax", control="edge_scale"), 1_528_255),
+]
+
+
+@pytest.mark.parametrize("row, options, expected", TABLE_11, ids=[row for row, _, _ in TABLE_11])
+def test_cora_parameter_counts_are_table_11s(row, options, expected):
+    with torch.device("meta"):  # shapes only
+        model = create_model("ltga", in_feats=1433, num_classes=7, hidden=64, heads=8, layers=2, output_bias=True,
+                             **options)
+    assert sum(p.numel() for p in model.parameters()) == expected
+
+
+def test_without_output_bias_the_count_is_dgls_gatv2():
+    with torch.device("meta"):
+        ours = create_model("ltga", in_feats=1433, num_classes=7, normaliser="softmax")
+        dgl_gatv2 = create_model("gatv2", in_feats=1433, num_classes=7)
+        wide = create_model("ltga", in_feats=1433, num_classes=7, q_mode="edge", edge_mlp="wide")
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(ours) == count(dgl_gatv2) == 1_526_959 - 512 - 7
+    assert count(wide) - count(ours) == 9_248  # the wide gates (issue 16): 8,272 + 976
+
+
+def test_output_bias_is_carried_once_by_the_head_mean():
+    """PyG's averaging layer adds one [classes] bias after the mean: ours adds it to each head."""
+    torch.manual_seed(0)
+    g, x = _graph(), torch.randn(30, 12)
+    model = create_model("ltga", in_feats=12, num_classes=3, hidden=4, heads=2, q_mode="head", output_bias=True,
+                         dropout=0.0, attn_dropout=0.0).eval()
+    before = model(g, x)
+    with torch.no_grad():
+        model.out.bias.copy_(torch.tensor([0.5, -1.0, 2.0]))
+    torch.testing.assert_close(model(g, x), before + torch.tensor([0.5, -1.0, 2.0]))
+
+
+def test_edge_features_reach_every_layer_from_the_graph():
+    gen = torch.Generator().manual_seed(0)
+    g = _graph()
+    edge_x = torch.randn(g.num_edges(), 3, generator=gen)
+    torch.manual_seed(0)
+    model = create_model("ltga", in_feats=12, num_classes=3, hidden=4, heads=2, edge_feats=3, dropout=0.0,
+                         attn_dropout=0.0).eval()
+    x = torch.randn(30, 12, generator=gen)
+    with pytest.raises(ValueError, match=r"edge_feats=3: pass edge_features \[E, 3\] or set graph.edata\['feat'\]"):
+        model(g, x)
+    given = model(g, x, edge_x)
+    g.edata["feat"] = edge_x
+    torch.testing.assert_close(model(g, x), given)
+    h = model.convs[0](g, x, edge_x).flatten(1)  # layer by layer, each with the same W_e input
+    torch.testing.assert_close(given, model.out(g, h, edge_x).mean(1))
+    assert all(conv.fc_edge.in_features == 3 for conv in model.ltga_layers())

@@ -14,8 +14,12 @@ NORMALISERS = ("softmax", "qsoftmax", "entmax", "sparsemax")
 Q_MODES = ("fixed", "global", "layer", "head", "edge")
 CONTROLS = ("none", "edge_bias", "edge_scale", "head_temperature")
 SCORINGS = ("gatv2", "dot")
-# Learned q is kept >= Q_MIN: in float32 tanh(a) rounds to -1 for a < -9, which would give
-# q = 0 (outside edge_qsoftmax's domain q > 0) once an index parameter runs away with delta = 1.
+EDGE_MLPS = ("paper", "wide")
+OUTPUT_BIASES = ("none", "per_head", "shared")
+MAX_DELTA = 2.0  # the paper's Table 17 sweeps delta up to 2
+# Learned q is kept >= Q_MIN: zoo.ops.edge_qsoftmax takes q > 0 only, while q = 1 + delta*tanh(a)
+# reaches 1 - delta <= 0 once delta >= 1 (with delta = 1 because float32 tanh(a) rounds to -1 for
+# a < -9; with delta > 1 for any a < -atanh(1 / delta)). For delta < 0.95 the clamp never binds.
 Q_MIN = 0.05
 
 
@@ -25,14 +29,28 @@ def _choice(value, options, name):
 
 
 class EdgeGate(nn.Module):
-    """Per-edge MLP ``[W_l h_i || W_r h_j] (2F) -> hidden -> H`` with a zero-initialised output.
+    """Per-edge MLP of the endpoint projections ``z_i = W_l h_i``, ``z_j = W_r h_j`` -> ``[E, H]``,
+    zero-initialised output (so a gate starts at 0 on every edge).
+
+    ``layout="paper"`` (LTGA paper, Section 3.3: a ``(2 F_h) -> 8 -> M`` MLP per layer): one MLP
+    shared by the heads; head m feeds its own pair ``[z_i^m || z_j^m]`` and reads output m, so
+    ``2 F_h * hidden + hidden + hidden * H + H`` parameters (1,104 for F_h = 64, H = 8).
+    ``layout="wide"``: the concatenation of all heads ``[z_i || z_j]`` (``2 H F_h``) -> hidden -> H,
+    ``2 H F_h * hidden + hidden + hidden * H + H`` parameters (8,272 for F_h = 64, H = 8).
 
     The first layer is split into a source and a destination half and applied per node, so the
-    cost on the edges is one addition and an ``hidden x H`` product.
+    cost on the edges is one addition and the ``hidden -> H`` read-out.
+
+    >>> gate = EdgeGate(64, 8)
+    >>> sum(p.numel() for p in gate.parameters())
+    1104
     """
 
-    def __init__(self, in_feats: int, heads: int, hidden: int = 8):
+    def __init__(self, out_feats: int, heads: int, hidden: int = 8, layout: str = "paper"):
         super().__init__()
+        _choice(layout, EDGE_MLPS, "edge_mlp")
+        self.layout = layout
+        in_feats = out_feats if layout == "paper" else out_feats * heads
         self.src = nn.Linear(in_feats, hidden)
         self.dst = nn.Linear(in_feats, hidden, bias=False)
         self.out = nn.Linear(hidden, heads)
@@ -40,12 +58,17 @@ class EdgeGate(nn.Module):
         nn.init.zeros_(self.out.bias)
 
     def forward(self, graph, proj_src: torch.Tensor, proj_dst: torch.Tensor) -> torch.Tensor:
-        """Edge outputs ``[E, H]`` from node projections ``[N, F]``."""
+        """Edge outputs ``[E, H]`` from node projections ``[N, H, F_h]``."""
+        if self.layout == "wide":
+            proj_src, proj_dst = proj_src.flatten(1), proj_dst.flatten(1)
         with graph.local_scope():
             graph.srcdata["gs"] = self.src(proj_src)
             graph.dstdata["gd"] = self.dst(proj_dst)
             graph.apply_edges(fn.u_add_v("gs", "gd", "g"))
-            return self.out(torch.relu(graph.edata["g"]))
+            hidden = torch.relu(graph.edata["g"])  # [E, hidden] (wide) or [E, H, hidden] (paper)
+        if self.layout == "wide":
+            return self.out(hidden)
+        return (hidden * self.out.weight).sum(-1) + self.out.bias
 
 
 class LTGAConv(nn.Module):
@@ -58,13 +81,20 @@ class LTGAConv(nn.Module):
 
     q granularity (``qsoftmax`` only): ``fixed`` (the float ``q``), ``global`` (the scalar
     parameter ``shared_q_logit`` passed in by the model), ``layer`` (one scalar), ``head``
-    (``[H]``) or ``edge`` (a 2F -> 8 -> H MLP of the endpoint projections). Learned indices are
-    ``q = 1 + delta * tanh(a)`` with ``a = 0`` at init, so every LTGA model starts at softmax
-    (and kept >= ``Q_MIN`` = 0.05, see below).
+    (``[H]``) or ``edge`` (an :class:`EdgeGate` of the endpoint projections: ``edge_mlp="paper"``,
+    each head's ``2F -> 8 -> H``, or ``"wide"``, all heads' ``2HF -> 8 -> H``). Learned indices are
+    ``q = 1 + delta * tanh(a)``, ``0 < delta <= 2``, with ``a = 0`` at init, so every LTGA model
+    starts at softmax (and kept >= ``Q_MIN`` = 0.05, see above).
 
     Capacity-matched controls (softmax normaliser): ``edge_bias`` adds an MLP output to the
     logits, ``edge_scale`` multiplies them by ``1 + delta * tanh(MLP)``, ``head_temperature``
     by ``1 + delta * tanh(t_h)``; each is zero-initialised like the q it matches.
+
+    ``edge_feats`` (GATv2 scoring only): width of edge features ``x_ij``, projected by ``W_e``
+    (``fc_edge``, no bias) into the score; ``forward`` then needs ``edge_feat`` ``[E, edge_feats]``.
+    ``output_bias``: ``"per_head"`` adds a ``[H, out]`` bias (PyG ``GATv2Conv`` with
+    ``concat=True``), ``"shared"`` one ``[out]`` bias to every head (PyG with ``concat=False``: the
+    mean over heads then carries it once), before ``activation``; ``"none"``: DGL's layout.
 
     With ``normaliser="softmax"`` (no control) or q fixed at 1 the layer equals
     ``dgl.nn.GATv2Conv`` with the same weights (parameter names ``fc_src``, ``fc_dst``, ``attn``).
@@ -72,25 +102,30 @@ class LTGAConv(nn.Module):
     Shapes: ``feat`` ``[N, in_feats]`` -> ``[N, num_heads, out_feats]``.
 
     >>> conv = LTGAConv(16, 8, num_heads=4, q_mode="head")          # doctest: +SKIP
-    >>> out = conv(dgl.add_self_loop(g), torch.randn(g.num_nodes(), 16))
+    >>> out = conv(dgl.add_self_loop(g), torch.randn(g.num_nodes(), 16))  # doctest: +SKIP
     """
 
     def __init__(self, in_feats: int, out_feats: int, num_heads: int, *, normaliser: str = "qsoftmax",
                  q_mode: str = "head", q: float = 1.0, delta: float = 1.0, alpha: float = 1.5,
                  shared_q_logit: nn.Parameter | None = None, control: str = "none", scoring: str = "gatv2",
                  edge_feats: int | None = None, feat_drop: float = 0.0, attn_drop: float = 0.0,
-                 negative_slope: float = 0.2, activation=None, gate_hidden: int = 8):
+                 negative_slope: float = 0.2, activation=None, gate_hidden: int = 8, edge_mlp: str = "paper",
+                 output_bias: str = "none"):
         super().__init__()
         _choice(normaliser, NORMALISERS, "normaliser")
         _choice(q_mode, Q_MODES, "q_mode")
         _choice(control, CONTROLS, "control")
         _choice(scoring, SCORINGS, "scoring")
+        _choice(edge_mlp, EDGE_MLPS, "edge_mlp")
+        _choice(output_bias, OUTPUT_BIASES, "output_bias")
         if q_mode == "global" and shared_q_logit is None:
             raise ValueError("q_mode='global' needs the model's shared_q_logit parameter")
         if control != "none" and normaliser != "softmax":
             raise ValueError(f"control={control!r} is a softmax (q = 1) control; set normaliser='softmax'")
-        if not 0 < delta <= 1:
-            raise ValueError(f"delta={delta} must be in (0, 1] so that q = 1 + delta*tanh(a) stays positive")
+        if not 0 < delta <= MAX_DELTA:
+            raise ValueError(f"delta={delta} must be in (0, {MAX_DELTA:g}]: q = 1 + delta*tanh(a) spans (1 - delta, 1 + delta)")
+        if edge_feats and scoring != "gatv2":
+            raise ValueError(f"edge_feats={edge_feats} enter the GATv2 score; set scoring='gatv2' (got {scoring!r})")
         self.num_heads, self.out_feats = num_heads, out_feats
         self.normaliser, self.q_mode, self.control, self.scoring = normaliser, q_mode, control, scoring
         self.q, self.delta, self.alpha = q, delta, alpha
@@ -109,7 +144,9 @@ class LTGAConv(nn.Module):
             self.q_logit = nn.Parameter(torch.zeros(num_heads if q_mode == "head" else ()))
         self.temperature_logit = nn.Parameter(torch.zeros(num_heads)) if control == "head_temperature" else None
         needs_gate = (learned and q_mode == "edge") or control in ("edge_bias", "edge_scale")
-        self.edge_gate = EdgeGate(width, num_heads, gate_hidden) if needs_gate else None
+        self.edge_gate = EdgeGate(out_feats, num_heads, gate_hidden, edge_mlp) if needs_gate else None
+        bias_shape = {"per_head": (num_heads, out_feats), "shared": (out_feats,)}.get(output_bias)
+        self.bias = nn.Parameter(torch.zeros(bias_shape)) if bias_shape else None
         self.last_q = None
         # Inference-time counterfactual hooks (see zoo.analysis.counterfactuals): q -> q', and
         # (graph, attention) -> attention'. None in normal use.
@@ -138,10 +175,17 @@ class LTGAConv(nn.Module):
         """``[N, in]`` -> ``[N, H, out]`` (and attention ``[E, H]`` with ``get_attention``).
 
         ``feat`` may be a sparse COO tensor (bag-of-words features): the input projections then
-        run as one sparse matmul (see ``_sparse_projections``)."""
+        run as one sparse matmul (see ``_sparse_projections``). ``edge_feat`` ``[E, edge_feats]``:
+        required when the layer was built with ``edge_feats``, refused otherwise."""
         if (graph.in_degrees() == 0).any():
             raise ValueError("LTGAConv needs every node to have an incoming edge: add self-loops "
                              "with dgl.add_self_loop(graph)")
+        if edge_feat is not None and self.fc_edge is None:
+            raise ValueError(f"edge_feat {tuple(edge_feat.shape)} given, but the layer has no W_e: build it with "
+                             f"edge_feats={edge_feat.shape[-1]}")
+        if edge_feat is None and self.fc_edge is not None:
+            raise ValueError(f"the layer was built with edge_feats={self.fc_edge.in_features}: pass edge_feat "
+                             f"[E, {self.fc_edge.in_features}]")
         with graph.local_scope():
             num_dst = graph.num_dst_nodes()  # on a DGL block: its first num_dst source nodes
             if feat.is_sparse:
@@ -161,11 +205,13 @@ class LTGAConv(nn.Module):
                 if self.fc_edge is not None:
                     e = e + self.fc_edge(edge_feat).view(-1, self.num_heads, self.out_feats)
                 logits = (self.leaky_relu(e) * self.attn).sum(-1)
-            gate = self.edge_gate(graph, src.flatten(1), dst.flatten(1)) if self.edge_gate is not None else None
+            gate = self.edge_gate(graph, src, dst) if self.edge_gate is not None else None
             attention = self._normalise(graph, logits, gate)
             if self.attention_override is not None:
                 attention = self.attention_override(graph, attention)
             out = edge_weighted_sum(graph, self.attn_drop(attention), src)
+            if self.bias is not None:
+                out = out + self.bias
             if self.activation is not None:
                 out = self.activation(out)
             return (out, attention) if get_attention else out
