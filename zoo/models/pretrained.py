@@ -175,7 +175,9 @@ def _checked(model: torch.nn.Module, card: dict) -> tuple[dict, dict]:
         raise PretrainedError(f"the card must be plain JSON data (str, number, bool, None, list, dict): {err}") from None
     state = {key: tensor.detach().to("cpu", copy=True).contiguous() for key, tensor in model.state_dict().items()}
     expected = model_from_card(card, "the card").state_dict()
-    differ = sorted(set(state) ^ set(expected)) or [k for k in state if state[k].shape != expected[k].shape]
+    lazy = torch.nn.parameter.UninitializedTensorMixin  # e.g. LINKX's one row per node: sized when loaded
+    differ = sorted(set(state) ^ set(expected)) or [k for k in state if not isinstance(expected[k], lazy)
+                                                    and state[k].shape != expected[k].shape]
     if differ:
         raise PretrainedError(f"the card's architecture {card['architecture']!r} with model_args "
                               f"{card['model_args']} does not rebuild this model: weights differ at {differ[:5]}; "
