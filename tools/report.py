@@ -5,6 +5,8 @@
         --tuned qfrozen=qfrozen_*,entmax=entmax_* --markdown table1.md --csv table1.csv
     python tools/report.py runs/ --tuned qfrozen=qfrozen_* --tune-seeds 0-2   # pick on seeds 0-2 only
     python tools/report.py runs/ltga --diagnostics    # also the LTGA attention diagnostics table
+    python tools/report.py runs/ltga --diagnostics --agreement every_head   # label agreement as the paper counts it
+    python tools/report.py runs/ltga --pruning        # also pruning validity (the paper's Table 5 layout)
     python tools/report.py runs/ltga --timing         # also seconds per training epoch, as each run recorded
 
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
@@ -17,7 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from zoo.analysis.counterfactuals import LABEL_AGREEMENTS  # noqa: E402
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
+from zoo.analysis.pruning_report import pruning_table, render_pruning  # noqa: E402
 from zoo.analysis.report import make_report  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
 from zoo.analysis.tables import parse_tuned  # noqa: E402
@@ -38,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
                                              "(default: every seed of each candidate)")
     parser.add_argument("--diagnostics", action="store_true",
                         help="append the LTGA attention diagnostics (q range, zeros, counterfactuals) per model and dataset")
+    parser.add_argument("--agreement", default="pairs", choices=list(LABEL_AGREEMENTS),
+                        help="label agreement in --diagnostics: pairs ((edge, head) pairs, default) or every_head "
+                             "(edges pruned by every head, the paper's)")
+    parser.add_argument("--pruning", action="store_true",
+                        help="append pruning validity in the paper's Table 5 layout (every-head label agreement)")
     parser.add_argument("--timing", action="store_true",
                         help="append seconds per training epoch and minutes per seed, from each run's metrics.json")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
@@ -50,11 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
         markdown, frame = make_report(args.paths, models, args.reference, args.metric, args.split, tuned,
                                       args.alpha, tune_seeds)
-        if args.diagnostics or args.timing:
+        if args.diagnostics or args.pruning or args.timing:
             runs = collect_runs(args.paths)
             runs = runs[runs.model.isin(models)] if models else runs
         if args.diagnostics:
-            markdown += "\n## Attention diagnostics\n\n" + render_diagnostics(diagnostics_table(runs))
+            markdown += "\n## Attention diagnostics\n\n" + render_diagnostics(diagnostics_table(runs, args.agreement))
+        if args.pruning:
+            markdown += "\n## Pruning validity\n\n" + render_pruning(pruning_table(runs))
         if args.timing:
             markdown += "\n## Training time\n\n" + render_timing(timing_table(runs))
     except (ReportError, RecipeError) as err:

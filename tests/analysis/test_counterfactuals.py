@@ -53,3 +53,32 @@ def test_label_agreement_counts_training_edges_only():
     got = label_agreement(g, attention, labels, train)
     assert got["pruned"] == {"agreement": 0.5, "n": 2}  # 1 -> 0 agrees, 2 -> 0 does not
     assert got["kept"] == {"agreement": None, "n": 0}
+
+
+def test_label_agreement_both_definitions_by_hand():
+    # Edges into node 0 from 1, 2, 3 (labels 0, 1, 0 against node 0's 0) and a self-loop; two heads.
+    # 1 -> 0: zero in both heads (pruned by every head), agrees.
+    # 2 -> 0: zero in head 0 only, disagrees.     3 -> 0: kept by both heads, agrees.
+    g = dgl.graph((torch.tensor([1, 2, 3, 0]), torch.tensor([0, 0, 0, 0])), num_nodes=4)
+    labels, train = torch.tensor([0, 0, 1, 0]), torch.ones(4, dtype=torch.bool)
+    attention = torch.tensor([[0.0, 0.0], [0.0, 0.4], [0.7, 0.6], [0.3, 0.0]])
+    pairs = label_agreement(g, attention, labels, train, "pairs")
+    # pairs pruned: (1, h0) agree, (1, h1) agree, (2, h0) disagree -> 2/3; kept: (2, h1) no, (3, h0), (3, h1) yes
+    assert pairs["pruned"] == {"agreement": pytest.approx(2 / 3), "n": 3}
+    assert pairs["kept"] == {"agreement": pytest.approx(2 / 3), "n": 3}
+    every = label_agreement(g, attention, labels, train, "every_head")
+    assert every["pruned"] == {"agreement": 1.0, "n": 1}  # only 1 -> 0
+    assert every["kept"] == {"agreement": 0.5, "n": 2}    # 2 -> 0 (kept by head 1) and 3 -> 0
+    assert label_agreement(g, attention, labels, train) == pairs  # the default stays the pairs count
+    with pytest.raises(ValueError, match="definition 'all_heads' is not one of \\('pairs', 'every_head'\\)"):
+        label_agreement(g, attention, labels, train, "all_heads")
+
+
+def test_diagnostics_record_both_label_agreements():
+    data = _data()
+    report = ltga_diagnostics(_model(2.0), data, lambda logits: 0.0)
+    assert len(report["label_agreement"]) == len(report["label_agreement_every_head"]) == 2
+    for pairs, every in zip(report["label_agreement"], report["label_agreement_every_head"]):
+        assert every["pruned"]["n"] + every["kept"]["n"] == (pairs["pruned"]["n"] + pairs["kept"]["n"]) // 2  # 2 heads
+        assert every["pruned"]["n"] <= pairs["pruned"]["n"] // 2
+    assert any(layer["pruned"]["n"] for layer in report["label_agreement_every_head"])  # q = 2 prunes some edges

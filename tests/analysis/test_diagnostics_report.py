@@ -10,7 +10,10 @@ from zoo.analysis.runs import ReportError, collect_runs
 
 
 def write_run(root: Path, dataset: str, model: str, seed: int, q: list, zeros: list, cf: dict, agreement: list,
-              diagnostics: bool = True) -> None:
+              diagnostics: bool = True, every_head: list | None = None) -> None:
+    """One LTGA seed folder; ``agreement`` the pruned-edge (edge, head) pairs agreement per layer
+    (n = 4, kept 0.5 of 8); ``every_head``, if given, ``(pruned agreement, pruned n, kept agreement,
+    kept n)`` per layer of the every-head definition (absent: a run recorded before it existed)."""
     run = root / f"{dataset}_{model}" / "0123456789"
     (run / f"seed{seed}").mkdir(parents=True, exist_ok=True)
     (run / "config.yaml").write_text(yaml.safe_dump({"name": f"{dataset}_{model}", "dataset": dataset,
@@ -25,6 +28,9 @@ def write_run(root: Path, dataset: str, model: str, seed: int, q: list, zeros: l
             "layers": [{"exact_zero": z} for z in zeros], "counterfactual": cf,
             "label_agreement": [{"pruned": {"agreement": a, "n": 0 if a is None else 4}, "kept": {"agreement": 0.5, "n": 8}}
                                 for a in agreement]}
+        if every_head is not None:
+            metrics["diagnostics"]["label_agreement_every_head"] = [
+                {"pruned": {"agreement": a, "n": n}, "kept": {"agreement": b, "n": m}} for a, n, b, m in every_head]
     (run / f"seed{seed}" / "metrics.json").write_text(json.dumps(metrics))
 
 
@@ -49,3 +55,27 @@ def test_no_diagnostics_is_a_clear_error(tmp_path):
     write_run(tmp_path, "texas", "gat", 0, q=[], zeros=[], cf={"trained": 0.5}, agreement=[], diagnostics=False)
     with pytest.raises(ReportError, match="no run has LTGA attention diagnostics"):
         diagnostics_table(collect_runs(tmp_path))
+
+
+def test_every_head_agreement_is_offered_and_named(tmp_path):
+    write_run(tmp_path, "cora", "ltga_head", 0, q=[1.2], zeros=[0.1, 0.2], cf={"trained": 0.8, "A_softmax": 0.8},
+              agreement=[0.9, 0.7], every_head=[(None, 0, 0.4, 10), (0.25, 4, 0.6, 6)])
+    write_run(tmp_path, "cora", "ltga_head", 1, q=[1.2], zeros=[0.1, 0.2], cf={"trained": 0.8, "A_softmax": 0.8},
+              agreement=[0.5, 0.5], every_head=[(0.5, 2, 0.2, 8), (0.75, 4, 0.4, 6)])
+    write_run(tmp_path, "texas", "ltga_head", 0, q=[1.0], zeros=[0.0, 0.0], cf={"trained": 0.5, "A_softmax": 0.5},
+              agreement=[0.5, 0.5])  # recorded before every_head existed
+    runs = collect_runs(tmp_path)
+    pairs, every = diagnostics_table(runs), diagnostics_table(runs, "every_head")
+    assert pairs.at[("ltga_head", "cora"), "agree_pruned"] == pytest.approx((0.8 + 0.5) / 2)
+    # per seed, the mean over layers with pruned edges (0.25; (0.5 + 0.75) / 2), then over seeds
+    assert every.at[("ltga_head", "cora"), "agree_pruned"] == pytest.approx((0.25 + 0.625) / 2)
+    assert every.at[("ltga_head", "cora"), "agree_kept"] == pytest.approx((0.5 + 0.3) / 2)
+    assert every.loc[("ltga_head", "texas"), ["agree_pruned", "agree_kept"]].isna().all()
+    text = render_diagnostics(every)
+    assert "| ltga_head | texas | 1 | 1.00 | 1.00 | 0.0 | 0.0 | +0.00 | - | - | - |" in text
+    assert text.endswith("pruned by every head / kept by at least one whose ends share a label (the paper's "
+                         "definition, Section 5.2).\n")
+    assert render_diagnostics(pairs).endswith("agree: share of pruned / kept edges (between training nodes) whose "
+                                              "ends share a label.\n")
+    with pytest.raises(ReportError, match="label agreement 'all' is not one of pairs, every_head"):
+        diagnostics_table(runs, "all")

@@ -45,3 +45,23 @@ def test_cli_exits_2_with_a_clear_message(runs, tmp_path, capsys):
     assert "no run has LTGA attention diagnostics" in capsys.readouterr().err
     assert tool.main([str(runs), "--timing"]) == 2
     assert "no run recorded its training time" in capsys.readouterr().err
+
+
+def test_cli_pruning_and_agreement_options(tmp_path, capsys):
+    from tests.analysis.test_diagnostics_report import write_run
+    runs = tmp_path / "ltga"
+    write_run(runs, "cora", "ltga_head", 0, q=[1.5], zeros=[0.1, 0.3],
+              cf={"trained": 0.8, "A_softmax": 0.7, "B_random_prune": 0.6, "C_clamp_q": 0.8},
+              agreement=[0.9, 0.7], every_head=[(0.5, 2, 0.4, 10), (0.25, 4, 0.6, 6)])
+    tool = load_tool("report")
+    assert tool.main([str(runs), "--diagnostics"]) == 0
+    pairs = capsys.readouterr().out
+    assert tool.main([str(runs), "--diagnostics", "--agreement", "every_head"]) == 0
+    every = capsys.readouterr().out
+    assert "| 0.80 | 0.50 |" in pairs and "| 0.38 | 0.50 |" in every  # (0.5 + 0.25) / 2 over layers
+    assert "(the paper's definition, Section 5.2)" in every and "(the paper's definition" not in pairs
+    assert tool.main([str(runs), "--pruning"]) == 0
+    out = capsys.readouterr().out
+    assert "## Pruning validity" in out and "| ltga_head | cora | 1 | 20.0 | 80.0 | 70.0 | 60.0 | 33.3 | 47.5 |" in out  # (1 + 1) / 6, (4 + 3.6) / 16
+    assert tool.main([str(runs), "--diagnostics", "--agreement", "all"]) == 2
+    assert "invalid choice: 'all'" in capsys.readouterr().err

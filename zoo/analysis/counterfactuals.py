@@ -6,6 +6,11 @@ Counterfactuals (inference only, same weights):
 * B: q = 1, then prune at random as many edges per neighbourhood and head as the learned
   attention set exactly to zero, and renormalise;
 * C: clamp q >= 1 (no heavy tails, keep the learned sparsity).
+
+Label agreement has two definitions (:data:`LABEL_AGREEMENTS`), both recorded:
+* ``pairs``: every (edge, head) pair counts once, pruned where that head's weight is 0;
+* ``every_head`` (the paper's, Section 5.2 and Table 5): an edge is pruned when every head gives
+  it weight 0, kept when at least one head keeps it.
 """
 from __future__ import annotations
 
@@ -16,6 +21,9 @@ import dgl.ops
 import torch
 
 from zoo.analysis.attention import attention_statistics, segment_rank
+
+LABEL_AGREEMENTS = {"pairs": "label_agreement", "every_head": "label_agreement_every_head"}
+"""Label-agreement definition -> the key of ``ltga_diagnostics``'s result (and of metrics.json)."""
 
 
 @contextmanager
@@ -60,13 +68,28 @@ def random_prune(learned: list[torch.Tensor], generator: torch.Generator) -> Cal
     return prune
 
 
-def label_agreement(graph, attention: torch.Tensor, labels: torch.Tensor, train_mask: torch.Tensor) -> dict:
-    """Share of (edge, head) pairs whose endpoints share a label, for pruned (weight 0) and kept
-    edges, over non-loop edges with both endpoints in the training set (training labels only)."""
+def label_agreement(graph, attention: torch.Tensor, labels: torch.Tensor, train_mask: torch.Tensor,
+                    definition: str = "pairs") -> dict:
+    """Share of pruned and of kept edges whose endpoints share a label, over non-loop edges with
+    both endpoints in the training set (training labels only). ``definition="pairs"`` counts each
+    (edge, head) pair of ``attention`` ``[E, H]``, pruned where its weight is 0; ``"every_head"``
+    counts each edge once, pruned when all its H weights are 0 (the paper's).
+
+    >>> g = dgl.graph(([1, 2], [0, 0]))
+    >>> a = torch.tensor([[0.0, 0.0], [0.0, 1.0]])
+    >>> label_agreement(g, a, torch.tensor([0, 0, 1]), torch.ones(3, dtype=torch.bool), "every_head")
+    {'pruned': {'agreement': 1.0, 'n': 1}, 'kept': {'agreement': 0.0, 'n': 1}}
+    """
+    if definition not in LABEL_AGREEMENTS:
+        raise ValueError(f"label agreement definition {definition!r} is not one of {tuple(LABEL_AGREEMENTS)}")
     src, dst = graph.edges()
     usable = train_mask[src] & train_mask[dst] & (src != dst)
-    same = (labels[src] == labels[dst])[usable][:, None].expand(-1, attention.shape[1])
+    same = (labels[src] == labels[dst])[usable]
     pruned = attention[usable] == 0
+    if definition == "every_head":
+        pruned = pruned.all(1)
+    else:
+        same = same[:, None].expand(-1, attention.shape[1])
     result = {}
     for name, mask in (("pruned", pruned), ("kept", ~pruned)):
         n = int(mask.sum())
@@ -83,7 +106,8 @@ def ltga_diagnostics(model, data, score: Callable[[torch.Tensor], float], seed: 
     logits, learned = _recorded_forward(model, graph, features)
     report = {
         "layers": [attention_statistics(graph, a) for a in learned],
-        "label_agreement": [label_agreement(graph, a, data.labels, data.train_mask) for a in learned],
+        **{key: [label_agreement(graph, a, data.labels, data.train_mask, definition) for a in learned]
+           for definition, key in LABEL_AGREEMENTS.items()},
         "counterfactual": {"trained": score(logits)},
     }
     if all(conv.normaliser == "qsoftmax" for conv in model.ltga_layers()):

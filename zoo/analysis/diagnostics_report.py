@@ -9,7 +9,9 @@ LTGA run's ``metrics.json`` and summarises them per (model, dataset), averaging 
 * ``cf_a`` / ``cf_c``: counterfactual A (q forced to 1) and C (q clamped to >= 1) minus the
   trained score, in points of the run's main metric;
 * ``agree_pruned`` / ``agree_kept``: label agreement of pruned and kept edges (training labels
-  only), averaged over the seeds and layers where such edges exist.
+  only), averaged over the seeds and layers where such edges exist; ``agreement`` picks the
+  definition (:data:`zoo.analysis.counterfactuals.LABEL_AGREEMENTS`): ``pairs`` ((edge, head)
+  pairs, the default) or ``every_head`` (edges pruned by every head, the paper's).
 
     python tools/report.py runs/ltga --diagnostics
 """
@@ -21,12 +23,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from zoo.analysis.counterfactuals import LABEL_AGREEMENTS
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError, per_seed_rows
 from zoo.analysis.tables import PERCENT_METRICS, order_datasets
 
+AGREEMENT_NOTES = {
+    "pairs": "share of pruned / kept edges (between training nodes) whose ends share a label.",
+    "every_head": "share of the edges (between training nodes) pruned by every head / kept by at least one "
+                  "whose ends share a label (the paper's definition, Section 5.2).",
+}
+"""The footnote of each label-agreement definition (``pairs``: as every report has said)."""
 
-def _seed_row(path: Path) -> dict | None:
+
+def _seed_row(path: Path, agreement: str = "pairs") -> dict | None:
     metrics = json.loads((path / "metrics.json").read_text())
     diagnostics = metrics.get("diagnostics")
     if not isinstance(diagnostics, dict) or "counterfactual" not in diagnostics:
@@ -41,27 +51,33 @@ def _seed_row(path: Path) -> dict | None:
     for k, layer in enumerate(diagnostics.get("layers", []), 1):
         row[f"zeros_l{k}"] = layer["exact_zero"]
     for part in ("pruned", "kept"):
-        values = [layer[part]["agreement"] for layer in diagnostics.get("label_agreement", [])
+        values = [layer[part]["agreement"] for layer in diagnostics.get(LABEL_AGREEMENTS[agreement], [])
                   if layer[part]["agreement"] is not None]
         row[f"agree_{part}"] = float(np.mean(values)) if values else np.nan
     return row
 
 
-def diagnostics_table(runs: pd.DataFrame) -> pd.DataFrame:
+def diagnostics_table(runs: pd.DataFrame, agreement: str = "pairs") -> pd.DataFrame:
     """Mean over seeds of each diagnostic, one row per (model, dataset) that has LTGA diagnostics.
 
-    ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read).
+    ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read);
+    ``agreement`` the label-agreement definition (runs recorded before ``every_head`` existed show
+    none). The definition is kept in ``table.attrs["agreement"]``.
 
     >>> diagnostics_table(collect_runs("runs/ltga")).loc[("ltga_edge", "cora"), "zeros_l2"]  # doctest: +SKIP
     """
-    rows = per_seed_rows(runs, _seed_row)
+    if agreement not in LABEL_AGREEMENTS:
+        raise ReportError(f"label agreement {agreement!r} is not one of {', '.join(LABEL_AGREEMENTS)}")
+    rows = per_seed_rows(runs, lambda path: _seed_row(path, agreement))
     if not rows:
         raise ReportError("no run has LTGA attention diagnostics (metrics.json 'diagnostics' with counterfactuals)")
     frame = pd.DataFrame(rows)
     order = {name: i for i, name in enumerate(order_datasets(frame.dataset))}
     table = frame.drop(columns="seed").groupby(["model", "dataset"]).mean()
     table["n"] = frame.groupby(["model", "dataset"]).size()
-    return table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+    table = table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+    table.attrs["agreement"] = agreement
+    return table
 
 
 def render_diagnostics(table: pd.DataFrame) -> str:
@@ -79,7 +95,8 @@ def render_diagnostics(table: pd.DataFrame) -> str:
                  *(fmt(100 * row[c], ".1f") for c in zeros), fmt(row.cf_a, "+.2f"), fmt(row.cf_c, "+.2f"),
                  fmt(row.agree_pruned, ".2f"), fmt(row.agree_kept, ".2f")]
         rows.append(cells)
+    agree = AGREEMENT_NOTES[table.attrs.get("agreement", "pairs")]
     return "\n".join(markdown_table(header, rows) + ["", "Means over seeds. q min / max: per-head mean q at the selected epoch; "
                                   "A and C: counterfactual minus trained score, in points of the main metric; "
-                                  "agree: share of pruned / kept edges (between training nodes) whose ends "
-                                  "share a label."]) + "\n"
+                                  f"agree: {agree}"]) + "\n"
+
