@@ -63,5 +63,6 @@ def test_cli_pruning_and_agreement_options(tmp_path, capsys):
     assert tool.main([str(runs), "--pruning"]) == 0
     out = capsys.readouterr().out
     assert "## Pruning validity" in out and "| ltga_head | cora | 1 | 20.0 | 80.0 | 70.0 | 60.0 | 33.3 | 47.5 |" in out  # (1 + 1) / 6, (4 + 3.6) / 16
-    assert tool.main([str(runs), "--diagnostics", "--agreement", "all"]) == 2
-    assert "invalid choice: 'all'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # argparse's own exit 2
+        tool.main([str(runs), "--diagnostics", "--agreement", "all"])
+    assert exit_info.value.code == 2 and "invalid choice: 'all'" in capsys.readouterr().err
