@@ -4,6 +4,7 @@
     python tools/report.py runs/ runs2/ --models gat,gatv2,ltga_head --reference ltga_edge \
         --tuned qfrozen=qfrozen_*,entmax=entmax_* --markdown table1.md --csv table1.csv
     python tools/report.py runs/ --tuned qfrozen=qfrozen_* --tune-seeds 0-2   # pick on seeds 0-2 only
+    python tools/report.py runs/ --reference ltga_edge --holm table   # Holm across every cell (the paper's Table 2)
     python tools/report.py runs/ltga --diagnostics    # also the LTGA attention diagnostics table
     python tools/report.py runs/ltga --diagnostics --agreement every_head   # label agreement as the paper counts it
     python tools/report.py runs/ltga --pruning        # also pruning validity (the paper's Table 5 layout)
@@ -24,6 +25,7 @@ from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostic
 from zoo.analysis.pruning_report import pruning_table, render_pruning  # noqa: E402
 from zoo.analysis.report import make_report  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
+from zoo.analysis.table_statistics import HOLM_FAMILIES  # noqa: E402
 from zoo.analysis.tables import parse_tuned  # noqa: E402
 from zoo.analysis.timing_report import render_timing, timing_table  # noqa: E402
 from zoo.engine.recipe import RecipeError, parse_seeds  # noqa: E402
@@ -50,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing", action="store_true",
                         help="append seconds per training epoch and minutes per seed, from each run's metrics.json")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    parser.add_argument("--holm", default="dataset", choices=list(HOLM_FAMILIES),
+                        help="Holm family of the paired tests: dataset (within each dataset, default) or table "
+                             "(every comparison of the table at once, as the paper's Table 2)")
     parser.add_argument("--markdown", type=Path, help="also write the report to this Markdown file")
     parser.add_argument("--csv", type=Path, help="also write the table (numbers, table units) to this CSV file")
     args = parser.parse_args(argv)
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         tuned = parse_tuned(args.tuned) if args.tuned else None
         tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
         markdown, frame = make_report(args.paths, models, args.reference, args.metric, args.split, tuned,
-                                      args.alpha, tune_seeds)
+                                      args.alpha, tune_seeds, args.holm)
         if args.diagnostics or args.pruning or args.timing:
             runs = collect_runs(args.paths)
             runs = runs[runs.model.isin(models)] if models else runs

@@ -66,3 +66,16 @@ def test_cli_pruning_and_agreement_options(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:  # argparse's own exit 2
         tool.main([str(runs), "--diagnostics", "--agreement", "all"])
     assert exit_info.value.code == 2 and "invalid choice: 'all'" in capsys.readouterr().err
+
+
+def test_holm_family_option_names_itself(runs, capsys):
+    tool = load_tool("report")
+    assert tool.main([str(runs), "--reference", "ltga_edge"]) == 0
+    default = capsys.readouterr().out
+    assert tool.main([str(runs), "--reference", "ltga_edge", "--holm", "dataset"]) == 0
+    assert capsys.readouterr().out == default  # the default family is the one reports always used
+    assert tool.main([str(runs), "--reference", "ltga_edge", "--holm", "table"]) == 0
+    across = capsys.readouterr().out
+    assert "Holm-corrected over the comparisons within each dataset;" in default
+    assert "Holm-corrected over every comparison of the table (all datasets at once);" in across
+    assert across.split("## Paired tests")[0] == default.split("## Paired tests")[0]  # the table itself is unchanged

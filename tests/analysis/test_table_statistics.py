@@ -97,3 +97,37 @@ def test_rank_analysis_skips_what_it_cannot_run():
     ranks = rank_analysis(none_complete)
     assert ranks["datasets"] == [] and ranks["friedman"] is None and ranks["cd"] is None
     assert ranks["dropped"] == {"d1": ["b", "c"], "d2": ["a"]} and ranks["ranks"].isna().all()
+
+
+TWO_DATASETS = table_of({("ref", "d1"): REF, ("ref", "d2"): {s: v - 10 for s, v in REF.items()},
+                         ("m1", "d1"): {0: 78, 1: 81, 2: 79, 3: 80, 4: 80, 5: 79},
+                         ("m2", "d1"): {0: 79, 1: 80, 2: 80, 3: 83, 4: 79, 5: 82},
+                         ("m1", "d2"): {0: 69, 1: 70, 2: 70, 3: 74, 4: 70, 5: 72},
+                         ("m2", "d2"): {0: 66, 1: 69, 2: 68, 3: 70, 4: 69, 5: 70}},
+                        rows=["ref", "m1", "m2"], datasets=["d1", "d2"])
+
+
+def _holm_by_hand(p):
+    """Holm (1979): the i-th smallest of m p-values times (m - i + 1), running maximum, capped at 1."""
+    order = sorted(range(len(p)), key=p.__getitem__)
+    adjusted, running = [0.0] * len(p), 0.0
+    for i, k in enumerate(order):
+        running = max(running, min(1.0, (len(p) - i) * p[k]))
+        adjusted[k] = running
+    return adjusted
+
+
+def test_holm_within_each_dataset_or_across_the_table():
+    by_dataset = paired_comparisons(TWO_DATASETS, "ref")
+    across = paired_comparisons(TWO_DATASETS, "ref", holm_family="table")
+    assert by_dataset.attrs["holm_family"] == "dataset" and across.attrs["holm_family"] == "table"
+    p = by_dataset.p_value.tolist()
+    assert across.p_value.tolist() == p and len(p) == 4  # same tests, only the correction differs
+    assert by_dataset.p_holm.tolist() == pytest.approx(_holm_by_hand(p[:2]) + _holm_by_hand(p[2:]))
+    assert across.p_holm.tolist() == pytest.approx(_holm_by_hand(p))
+    assert (across.p_holm >= by_dataset.p_holm - 1e-12).all() and (across.p_holm > by_dataset.p_holm).any()
+    assert "Holm-corrected over every comparison of the table (all datasets at once);" in \
+        render_markdown(TWO_DATASETS, across)
+    assert "Holm-corrected over the comparisons within each dataset;" in render_markdown(TWO_DATASETS, by_dataset)
+    with pytest.raises(ReportError, match="Holm family 'cell' is not one of dataset, table"):
+        paired_comparisons(TWO_DATASETS, "ref", holm_family="cell")

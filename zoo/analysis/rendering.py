@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from zoo.analysis.table_statistics import rank_analysis
+from zoo.analysis.table_statistics import HOLM_FAMILIES, rank_analysis
 from zoo.analysis.tables import ResultsTable
 
 
@@ -108,10 +108,11 @@ def _paired_lines(comparisons: pd.DataFrame, table: ResultsTable, alpha: float) 
     """The paired-tests section: how the tests were chosen, then one line per comparison."""
     reference = comparisons.reference.iloc[0] if len(comparisons) else "?"
     unit = "percentage points" if table.percent else "metric units"
+    family = HOLM_FAMILIES[comparisons.attrs.get("holm_family", "dataset")]
     lines = [f"## Paired tests: {reference} vs each model, by seed", "",
              f"diff = {reference} - model ({unit}), over the n seeds both have. Paired t-test when "
              f"Shapiro-Wilk on the differences does not reject normality at {alpha} (n >= 3), else Wilcoxon "
-             f"signed-rank. p (Holm): Holm-corrected over the comparisons within each dataset; * marks "
+             f"signed-rank. p (Holm): Holm-corrected {family}; * marks "
              f"p (Holm) < {alpha}. d = mean diff / sd diff (inf when every difference is the same non-zero "
              f"value). n < 2: not tested.", ""]
     rows, digits = [], 2 if table.percent else 4

@@ -18,13 +18,15 @@ from zoo.analysis.tables import results_table
 
 
 def make_report(paths, models=None, reference: str | None = None, metric: str = "main", split: str = "test",
-                tuned: dict | None = None, alpha: float = 0.05, tune_seeds=None) -> tuple[str, pd.DataFrame]:
-    """Markdown report and CSV frame for the runs under ``paths`` (see ``results_table``).
+                tuned: dict | None = None, alpha: float = 0.05, tune_seeds=None,
+                holm_family: str = "dataset") -> tuple[str, pd.DataFrame]:
+    """Markdown report and CSV frame for the runs under ``paths`` (see ``results_table``); the
+    paired tests' Holm family is ``holm_family`` (see ``paired_comparisons``), named in the report.
 
     >>> markdown, frame = make_report(["runs"], reference="ltga_edge", tuned={"qfrozen": "qfrozen_*"})  # doctest: +SKIP
     """
     if not 0 < alpha < 1:
         raise ReportError(f"alpha must lie in (0, 1), got {alpha}")
     table = results_table(collect_runs(paths), models, metric, split, tuned, reference, tune_seeds)
-    comparisons = paired_comparisons(table, reference, alpha) if reference else None
+    comparisons = paired_comparisons(table, reference, alpha, holm_family) if reference else None
     return render_markdown(table, comparisons, rank_analysis(table, alpha), alpha), table_frame(table)

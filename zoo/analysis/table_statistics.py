@@ -1,9 +1,10 @@
 """Statistics over a results table: paired tests against a reference row, Friedman + Nemenyi.
 
 They apply :mod:`zoo.analysis.paired_tests` and :mod:`zoo.analysis.rank_tests` to the cells of a
-:class:`~zoo.analysis.tables.ResultsTable`. Holm's correction runs over the comparisons within one
-dataset (one table column is one family); the rank tests use only the datasets where every row
-has runs.
+:class:`~zoo.analysis.tables.ResultsTable`. Holm's correction runs over one family of
+comparisons (:data:`HOLM_FAMILIES`): those within one dataset (one table column is one family,
+the default) or every comparison of the table at once (the LTGA paper's Table 2, "corrected across
+every cell"). The rank tests use only the datasets where every row has runs.
 """
 from __future__ import annotations
 
@@ -14,17 +15,27 @@ from zoo.analysis.rank_tests import friedman, nemenyi_cd
 from zoo.analysis.runs import ReportError
 from zoo.analysis.tables import ResultsTable
 
+HOLM_FAMILIES = {"dataset": "over the comparisons within each dataset",
+                 "table": "over every comparison of the table (all datasets at once)"}
+"""Holm family name -> how the report describes it."""
 
-def paired_comparisons(table: ResultsTable, reference: str, alpha: float = 0.05) -> pd.DataFrame:
+
+def paired_comparisons(table: ResultsTable, reference: str, alpha: float = 0.05,
+                       holm_family: str = "dataset") -> pd.DataFrame:
     """``paired_test`` of ``reference`` against every other row, per dataset, pairing by seed.
 
     Only seeds present in both cells are used (``n``); a pair with fewer than 2 is listed but not
     tested. ``mean_diff`` is reference minus row, in table units; ``p_holm`` is Holm-corrected
-    over the tested comparisons of the same dataset.
+    over the tested comparisons of the same dataset (``holm_family="dataset"``) or of the whole
+    table (``"table"``); the family is kept in ``comparisons.attrs["holm_family"]``.
+
+    >>> paired_comparisons(results_table(collect_runs("runs")), "ltga_edge", holm_family="table")  # doctest: +SKIP
     """
     if reference not in table.rows:
         raise ReportError(f"reference {reference!r} is not a row of the table; rows: {', '.join(table.rows)}")
-    records = []
+    if holm_family not in HOLM_FAMILIES:
+        raise ReportError(f"Holm family {holm_family!r} is not one of {', '.join(HOLM_FAMILIES)}")
+    records, families = [], []
     for dataset in table.datasets:
         if (reference, dataset) not in table.scores:
             continue
@@ -39,11 +50,17 @@ def paired_comparisons(table: ResultsTable, reference: str, alpha: float = 0.05)
                 record.update(paired_test(ref[seeds].to_numpy(), other[seeds].to_numpy(), alpha))
                 family.append(record)
             records.append(record)
+        families.append(family)
+    if holm_family == "table":
+        families = [[record for family in families for record in family]]
+    for family in families:
         for record, p in zip(family, holm([r["p_value"] for r in family])):
             record["p_holm"] = p
     columns = ["dataset", "reference", "model", "n", "mean_diff", "test", "statistic", "p_value", "p_holm",
                "cohens_d", "shapiro_p"]
-    return pd.DataFrame(records, columns=columns)
+    comparisons = pd.DataFrame(records, columns=columns)
+    comparisons.attrs["holm_family"] = holm_family
+    return comparisons
 
 
 def rank_analysis(table: ResultsTable, alpha: float = 0.05) -> dict:
