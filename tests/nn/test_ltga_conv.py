@@ -9,6 +9,7 @@ from torch.nn import functional as F
 
 from zoo.nn import EdgeGate, LTGAConv
 from zoo.nn.ltga_conv import Q_MIN
+from zoo.ops import edge_qsoftmax
 
 
 def _graph(seed=0, nodes=30, edges=120):
@@ -184,3 +185,5 @@ def test_delta_two_reaches_the_clamp_only_below_q_min():
     conv(g, torch.randn(30, 12))
     expected = [1 + 2 * math.tanh(1.0), 1 + 2 * math.tanh(-0.2), Q_MIN, Q_MIN]
     assert conv.last_q.tolist() == pytest.approx(expected, rel=1e-6)
+    with pytest.raises(ValueError, match="q must be finite and > 0"):  # why the clamp stays: the normaliser's domain is q > 0
+        edge_qsoftmax(g, torch.zeros(g.num_edges(), 4), torch.tensor([1.0, 1.0, 1 + 2 * math.tanh(-1.0), 1.0]))
