@@ -1,4 +1,5 @@
-"""Full-batch node classification: Adam, early stopping on validation loss, resumable."""
+"""Node classification: Adam, early stopping on validation loss, resumable; full batch, or
+mini-batches of sampled neighbourhoods when the recipe has ``train.sampler``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,6 +14,7 @@ from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.epoch_loop import finish, run_epochs
 from zoo.engine.metrics import classification_metrics
+from zoo.engine.node_sampling import LayerwiseInference, layerwise_forward, sampled_forward, shuffled_batches
 from zoo.engine.recipe import Recipe
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
@@ -36,6 +38,10 @@ def train_node_classifier(
     ``last.pt`` if a killed run left one (see :func:`zoo.engine.epoch_loop.run_epochs`).
     ``on_epoch_end(epoch, row)`` is called after each epoch's checkpoint is safely written.
     ``device`` (see :func:`zoo.engine.devices.resolve_device`) holds the model and the graph.
+
+    With ``recipe.train.sampler`` each epoch steps through mini-batches of training nodes with
+    their sampled neighbourhoods (:mod:`zoo.engine.node_sampling`), and every evaluation, the
+    final metrics and the LTGA diagnostics run layer-wise over all nodes in chunks.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -48,31 +54,58 @@ def train_node_classifier(
     optimizers = _optimizers(model, recipe.optim)
     masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
     main_metric = data.card.get("metric", "accuracy")
+    sampler = recipe.train.sampler
 
-    def train_epoch(epoch: int) -> dict:
-        model.train()
-        for optimizer in optimizers:
-            optimizer.zero_grad()
-        logits = model(data.graph, data.features)
-        loss = F.cross_entropy(logits[masks["train"]], data.labels[masks["train"]])
+    def step(loss: torch.Tensor, epoch: int) -> None:
         (loss + _shannon_prior(model, recipe.optim.q_prior)).backward()
         optimizers[0].step()
         if len(optimizers) > 1 and epoch >= recipe.optim.q_warmup:
             optimizers[1].step()
-        return {"train_loss": float(loss), **index_trajectory(model)}
+
+    if sampler is None:
+        def train_epoch(epoch: int) -> dict:
+            model.train()
+            for optimizer in optimizers:
+                optimizer.zero_grad()
+            logits = model(data.graph, data.features)
+            loss = F.cross_entropy(logits[masks["train"]], data.labels[masks["train"]])
+            step(loss, epoch)
+            return {"train_loss": float(loss), **index_trajectory(model)}
+
+        def predict() -> torch.Tensor:
+            return model(data.graph, data.features)
+    else:
+        train_nodes = masks["train"].nonzero().squeeze(1)
+
+        def train_epoch(epoch: int) -> dict:
+            model.train()
+            total, count = 0.0, 0
+            for input_nodes, output_nodes, blocks in shuffled_batches(data.graph, train_nodes, sampler.fanouts,
+                                                                      sampler.batch_size):
+                for optimizer in optimizers:
+                    optimizer.zero_grad()
+                logits = sampled_forward(model, data.graph, blocks, data.features[input_nodes])
+                loss = F.cross_entropy(logits, data.labels[output_nodes])
+                step(loss, epoch)
+                total, count = total + float(loss) * len(output_nodes), count + len(output_nodes)
+            return {"train_loss": total / count, **index_trajectory(model)}
+
+        def predict() -> torch.Tensor:
+            return layerwise_forward(model, data.graph, data.features, sampler.eval_batch_size)
 
     state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
                        patience=recipe.optim.patience, train_epoch=train_epoch,
-                       evaluate=lambda: _evaluate_losses(model, data, masks, main_metric), monitor="val_loss",
+                       evaluate=lambda: _evaluate_losses(model, predict, data, masks, main_metric), monitor="val_loss",
                        mode="min", desc=f"{recipe.name} seed {seed}", progress=progress, on_epoch_end=on_epoch_end)
     model.load_state_dict(state["best_model"])
     save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
                     run_dir / "best.pt")
     model.eval()
     with torch.no_grad():
-        logits = model(data.graph, data.features)
+        logits = predict()
     final = {split: classification_metrics(logits[mask], data.labels[mask]) for split, mask in masks.items()}
-    diagnostics = _attention_diagnostics(model, data, masks["test"], main_metric, seed, run_dir)
+    chunk_size = None if sampler is None else sampler.eval_batch_size
+    diagnostics = _attention_diagnostics(model, data, masks["test"], main_metric, seed, run_dir, chunk_size)
     metrics = {
         "seed": seed,
         "split": data.split,
@@ -92,12 +125,15 @@ def train_node_classifier(
     return metrics
 
 
-def _attention_diagnostics(model, data, mask, main_metric: str, seed: int, run_dir: Path) -> dict | None:
-    """LTGA diagnostics of the final model (test-split metric), also logged to TensorBoard."""
+def _attention_diagnostics(model, data, mask, main_metric: str, seed: int, run_dir: Path,
+                           chunk_size: int | None = None) -> dict | None:
+    """LTGA diagnostics of the final model (test-split metric), also logged to TensorBoard; with
+    a ``chunk_size``, every forward of them runs layer-wise in chunks of that many nodes."""
     if not isinstance(model, HasLTGALayers):
         return None
     score = lambda logits: classification_metrics(logits[mask], data.labels[mask], [main_metric])[main_metric]
-    diagnostics = ltga_diagnostics(model, data, score, seed)
+    viewed = model if chunk_size is None else LayerwiseInference(model, chunk_size)
+    diagnostics = ltga_diagnostics(viewed, data, score, seed)
     with SummaryWriter(str(run_dir / "tensorboard")) as writer:
         for layer, stats in enumerate(diagnostics["layers"]):
             for key, value in stats.items():
@@ -140,11 +176,12 @@ def index_trajectory(model) -> dict[str, float]:
     return row
 
 
-def _evaluate_losses(model, data, masks, main_metric: str) -> dict:
-    """Per-epoch curve values: loss on every split, the card's main metric on val and test."""
+def _evaluate_losses(model, predict: Callable[[], torch.Tensor], data, masks, main_metric: str) -> dict:
+    """Per-epoch curve values: loss on every split, the card's main metric on val and test, from
+    the logits of every node ``predict()`` gives (full batch or layer-wise)."""
     model.eval()
     with torch.no_grad():
-        logits = model(data.graph, data.features)
+        logits = predict()
     row = {}
     for split, mask in masks.items():
         row[f"{split}_loss" if split != "train" else "train_eval_loss"] = float(

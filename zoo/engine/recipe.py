@@ -6,6 +6,7 @@ A recipe is an experiment's identity::
     model: {name: gat, hidden: 64, heads: 8}   # keyword arguments of a registered model
     optim: {lr: 0.01, weight_decay: 5.0e-4, epochs: 200, patience: 20}
     seeds: [0]
+    train: {sampler: {fanouts: [10, 10], batch_size: 1024}}   # optional: mini-batches (node tasks)
 
 A recipe may start from another with ``base: _base/ltga_node.yaml`` (a path relative to the
 recipe's own folder) and state only its differences: mappings merge key by key, any other
@@ -67,6 +68,31 @@ OPTIM_ARGUMENTS = declared_arguments(OptimConfig.__init__)
 
 
 @dataclasses.dataclass
+class SamplerConfig:
+    """Mini-batch node training on DGL's neighbour sampling (``dgl.dataloading.NeighborSampler``).
+
+    ``fanouts``: neighbours sampled per destination node for each graph layer, input layer first
+    (-1: all of them); one per layer of the model. ``batch_size``: training nodes per step.
+    ``eval_batch_size``: nodes per chunk of the layer-wise inference that evaluates every node.
+    """
+
+    fanouts: list
+    batch_size: Count = 1024
+    eval_batch_size: Count = 4096
+
+
+SAMPLER_ARGUMENTS = declared_arguments(SamplerConfig.__init__)
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """How a node classifier sees the graph: the whole graph each step (no ``sampler``, the
+    default) or mini-batches of sampled neighbourhoods (:class:`SamplerConfig`)."""
+
+    sampler: SamplerConfig | None = None
+
+
+@dataclasses.dataclass
 class Recipe:
     """One experiment: a dataset card, a model with its arguments, optimisation and seeds.
 
@@ -83,6 +109,7 @@ class Recipe:
     description: str = ""
     name: str = "recipe"
     featurizer: str | None = None
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict:
         """The resolved recipe as plain data (what a run folder stores)."""
@@ -95,9 +122,11 @@ class Recipe:
 
     def config_hash(self) -> str:
         """Ten hex digits identifying everything that changes a result (not seeds or name; the
-        featurizer only when the recipe chooses one, so older recipes keep their hash)."""
+        featurizer and the train section only when the recipe sets them, so older recipes keep
+        their hash)."""
+        unset = {"featurizer": None, "train": dataclasses.asdict(TrainConfig())}
         identity = {k: v for k, v in self.to_dict().items()
-                    if k not in ("seeds", "name", "description") and not (k == "featurizer" and v is None)}
+                    if k not in ("seeds", "name", "description") and not (k in unset and v == unset[k])}
         blob = json.dumps(identity, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:10]
 
@@ -193,6 +222,10 @@ def _check_file_keys(raw: dict, merged: dict, where: Path) -> None:
         _check_keys(raw, ["base", *(f.name for f in dataclasses.fields(Recipe) if f.name != "name")], "recipe")
         if isinstance(raw.get("optim"), dict):
             _check_keys(raw["optim"], [f.name for f in dataclasses.fields(OptimConfig)], "optim")
+        if isinstance(raw.get("train"), dict):
+            _check_keys(raw["train"], [f.name for f in dataclasses.fields(TrainConfig)], "train")
+            if isinstance(raw["train"].get("sampler"), dict):
+                _check_keys(raw["train"]["sampler"], list(SAMPLER_ARGUMENTS), "train.sampler")
         model, name = raw.get("model"), (merged.get("model") or {}).get("name")
         if isinstance(model, dict) and isinstance(name, str):
             try:
@@ -237,6 +270,7 @@ def build_recipe(raw: dict) -> Recipe:
     raw["model"] = _check_model(raw["model"])
     if raw.get("task", "node_classification") not in TASKS:
         raise RecipeError(f"task {raw['task']!r} is not supported; choose one of {TASKS}")
+    raw["train"] = _train_config(raw.get("train"), raw.get("task", "node_classification"), raw["model"])
     raw["seeds"] = parse_seeds(raw.get("seeds", [0]))
     if not isinstance(raw["dataset"], str):
         raise RecipeError(f"dataset must be a card name such as 'cora', got {raw['dataset']!r}")
@@ -246,6 +280,42 @@ def build_recipe(raw: dict) -> Recipe:
         raise RecipeError(f"optim.optimizer must be one of {OPTIMIZERS} and optim.scheduler one of "
                           f"{SCHEDULERS}, got {recipe.optim.optimizer!r} and {recipe.optim.scheduler!r}")
     return recipe
+
+
+def _train_config(train: Any, task: str, model: dict) -> TrainConfig:
+    """The ``train`` section: none (full batch) or ``sampler: {fanouts: [...], ...}``."""
+    if train is None:
+        return TrainConfig()
+    if not isinstance(train, dict):
+        raise RecipeError(f"'train' must be a mapping such as {{sampler: {{fanouts: [10, 10]}}}}, got {train!r}")
+    _check_keys(train, [f.name for f in dataclasses.fields(TrainConfig)], "train")
+    sampler = train.get("sampler")
+    if sampler is None:
+        return TrainConfig()
+    if not isinstance(sampler, dict) or "fanouts" not in sampler:
+        raise RecipeError("train.sampler must be a mapping with fanouts, e.g. {fanouts: [10, 10], batch_size: 1024}, "
+                          f"got {sampler!r}")
+    _check_keys(sampler, list(SAMPLER_ARGUMENTS), "train.sampler")
+    if task != "node_classification":
+        raise RecipeError(f"train.sampler samples node neighbourhoods, for node_classification; a {task} recipe "
+                          "trains on mini-batches of graphs (optim.batch_size): remove train.sampler")
+    fanouts = sampler["fanouts"]
+    if not (isinstance(fanouts, list) and fanouts
+            and all(isinstance(f, int) and not isinstance(f, bool) and (f >= 1 or f == -1) for f in fanouts)):
+        raise RecipeError(f"train.sampler.fanouts is {fanouts!r}; it must be a list of neighbour counts, one per "
+                          "graph layer, each >= 1 or -1 for all neighbours, e.g. [10, 10]")
+    layers = _model_layers(model)
+    if layers is not None and len(fanouts) != layers:
+        raise RecipeError(f"train.sampler.fanouts {fanouts} has {len(fanouts)} entries but the model has "
+                          f"{layers} graph layers (model.layers): give one fanout per layer, e.g. {[10] * layers}")
+    values = {k: _checked(v, SAMPLER_ARGUMENTS[k], f"train.sampler.{k}") for k, v in sampler.items() if k != "fanouts"}
+    return TrainConfig(sampler=SamplerConfig(fanouts=list(fanouts), **values))
+
+
+def _model_layers(model: dict) -> int | None:
+    """The model's ``layers`` (its recipe value, else its default); None for a model without one."""
+    argument = model_arguments(model["name"]).get("layers")
+    return None if argument is None else model.get("layers", argument.default)
 
 
 def _check_featurizer(featurizer: Any, task: str) -> None:
