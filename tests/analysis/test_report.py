@@ -62,7 +62,8 @@ def test_cli_pruning_and_agreement_options(tmp_path, capsys):
     assert "(the paper's definition, Section 5.2)" in every and "(the paper's definition" not in pairs
     assert tool.main([str(runs), "--pruning"]) == 0
     out = capsys.readouterr().out
-    assert "## Pruning validity" in out and "| ltga_head | cora | 1 | 20.0 | 80.0 | 70.0 | 60.0 | 33.3 | 47.5 |" in out  # (1 + 1) / 6, (4 + 3.6) / 16
+    # agreement pooled over layers: pruned (1 + 1) / 6, kept (4 + 3.6) / 16
+    assert "## Pruning validity" in out and "| ltga_head | cora | 1 | 20.0 | 80.0 | 70.0 | 60.0 | 33.3 | 47.5 |" in out
     with pytest.raises(SystemExit) as exit_info:  # argparse's own exit 2
         tool.main([str(runs), "--diagnostics", "--agreement", "all"])
     assert exit_info.value.code == 2 and "invalid choice: 'all'" in capsys.readouterr().err

@@ -183,7 +183,7 @@ def test_edge_features_reach_every_layer_from_the_graph():
     model = create_model("ltga", in_feats=12, num_classes=3, hidden=4, heads=2, edge_feats=3, dropout=0.0,
                          attn_dropout=0.0).eval()
     x = torch.randn(30, 12, generator=gen)
-    with pytest.raises(ValueError, match=r"edge_feats=3: pass edge_features \[E, 3\] or set graph.edata\['feat'\]"):
+    with pytest.raises(ValueError, match=r"edge_feats=3: pass edge_feat \[E, 3\] or set graph.edata\['feat'\]"):
         model(g, x)
     given = model(g, x, edge_x)
     g.edata["feat"] = edge_x

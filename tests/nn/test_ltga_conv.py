@@ -78,7 +78,7 @@ def test_bad_options_name_the_value():
     with pytest.raises(ValueError, match="self-loops"):
         LTGAConv(4, 2, 1)(dgl.graph(([0], [1]), num_nodes=2), torch.randn(2, 4))
     g = dgl.add_self_loop(dgl.graph(([0], [1]), num_nodes=2))
-    with pytest.raises(ValueError, match=r"built with edge_feats=3: pass edge_feat \[E, 3\]"):
+    with pytest.raises(ValueError, match=r"built with edge_feats=3: pass edge_feat \[E, 3\] or set graph.edata"):
         LTGAConv(4, 2, 1, edge_feats=3)(g, torch.randn(2, 4))
     with pytest.raises(ValueError, match="has no W_e: build it with edge_feats=3"):
         LTGAConv(4, 2, 1)(g, torch.randn(2, 4), torch.randn(3, 3))
@@ -185,5 +185,22 @@ def test_delta_two_reaches_the_clamp_only_below_q_min():
     conv(g, torch.randn(30, 12))
     expected = [1 + 2 * math.tanh(1.0), 1 + 2 * math.tanh(-0.2), Q_MIN, Q_MIN]
     assert conv.last_q.tolist() == pytest.approx(expected, rel=1e-6)
-    with pytest.raises(ValueError, match="q must be finite and > 0"):  # why the clamp stays: the normaliser's domain is q > 0
+    # why the clamp stays: the normaliser's domain is q > 0
+    with pytest.raises(ValueError, match="q must be finite and > 0"):
         edge_qsoftmax(g, torch.zeros(g.num_edges(), 4), torch.tensor([1.0, 1.0, 1 + 2 * math.tanh(-1.0), 1.0]))
+
+
+def test_edge_features_on_a_block_come_from_its_own_edges():
+    """A DGL block of some destinations carries its edges' rows of edata['feat']: the layer on the
+    block gives the full graph's output at those destinations."""
+    g = dgl.to_simple(_graph(nodes=12, edges=40))
+    gen = torch.Generator().manual_seed(7)
+    g.edata["feat"] = torch.randn(g.num_edges(), 3, generator=gen)
+    x = torch.randn(12, 5, generator=gen)
+    conv = LTGAConv(5, 4, 2, q_mode="edge", edge_feats=3)
+    _randomise(conv, gen)
+    dst = torch.tensor([2, 5, 7])
+    block = dgl.to_block(dgl.in_subgraph(g, dst), dst_nodes=dst)  # the edges into dst, with their edata
+    out = conv(block, x[block.srcdata[dgl.NID]])
+    torch.testing.assert_close(out, conv(g, x)[dst], rtol=1e-5, atol=1e-6)
+    assert block.num_edges() < g.num_edges() and block.edata["feat"].shape == (block.num_edges(), 3)

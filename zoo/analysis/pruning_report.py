@@ -47,7 +47,8 @@ def _seed_row(path: Path) -> dict | None:
     cf = diagnostics["counterfactual"]
     layers = diagnostics.get(LABEL_AGREEMENTS["every_head"], [])
     return {"sparsity": 100.0 * float(np.mean([layer["exact_zero"] for layer in diagnostics["layers"]])),
-            "learned": scale * cf["trained"], "all_edges": scale * cf["A_softmax"], "random": scale * cf["B_random_prune"],
+            "learned": scale * cf["trained"], "all_edges": scale * cf["A_softmax"],
+            "random": scale * cf["B_random_prune"],
             "agree_pruned": _pooled(layers, "pruned"), "agree_kept": _pooled(layers, "kept")}
 
 

@@ -29,7 +29,8 @@ class LTGA(HasIndexParameters, HasLTGALayers, nn.Module):
     PyG ``GATv2Conv``'s output bias (``[H * hidden]`` in the concatenating layers, ``[num_classes]``
     in the averaging one); the default is DGL's bias-free layout. ``edge_feats > 0``: every layer
     adds ``W_e x_ij`` to its GATv2 score, with ``x_ij`` the ``edge_features`` given to ``forward``
-    (default ``graph.edata["feat"]``, self-loops included).
+    (default: each layer's graph's ``edata["feat"]``, self-loops included; a DGL block carries its
+    edges' rows).
 
     On Cora (1433 features, 7 classes) with the defaults and ``output_bias=True``, the parameter
     counts are the paper's Table 11: GATv2 (``normaliser="softmax"``) 1,526,959, LTGA-Head
@@ -48,7 +49,6 @@ class LTGA(HasIndexParameters, HasLTGALayers, nn.Module):
                  edge_feats: Annotated[int, AtLeast(0)] = 0):
         super().__init__()
         self.sparse_features = bool(sparse_features)
-        self.edge_feats = edge_feats
         shared = nn.Parameter(torch.zeros(())) if q_mode == "global" and normaliser == "qsoftmax" else None
         self.shared_q_logit = shared
         common = dict(normaliser=normaliser, q_mode=q_mode, q=q, delta=delta, alpha=alpha, shared_q_logit=shared,
@@ -76,11 +76,6 @@ class LTGA(HasIndexParameters, HasLTGALayers, nn.Module):
 
     def forward(self, graph, features: torch.Tensor, edge_features: torch.Tensor | None = None) -> torch.Tensor:
         h = features.to_sparse() if self.sparse_features and not features.is_sparse else features
-        if self.edge_feats and edge_features is None:
-            if "feat" not in graph.edata:
-                raise ValueError(f"this LTGA model has edge_feats={self.edge_feats}: pass edge_features "
-                                 f"[E, {self.edge_feats}] or set graph.edata['feat']")
-            edge_features = graph.edata["feat"]
         for conv in self.convs:
             h = conv(graph, h, edge_features).flatten(1)
         return self.out(graph, h, edge_features).mean(1)

@@ -123,7 +123,8 @@ class LTGAConv(nn.Module):
         if control != "none" and normaliser != "softmax":
             raise ValueError(f"control={control!r} is a softmax (q = 1) control; set normaliser='softmax'")
         if not 0 < delta <= MAX_DELTA:
-            raise ValueError(f"delta={delta} must be in (0, {MAX_DELTA:g}]: q = 1 + delta*tanh(a) spans (1 - delta, 1 + delta)")
+            raise ValueError(f"delta={delta} must be in (0, {MAX_DELTA:g}]: q = 1 + delta*tanh(a) spans "
+                             "(1 - delta, 1 + delta)")
         if edge_feats and scoring != "gatv2":
             raise ValueError(f"edge_feats={edge_feats} enter the GATv2 score; set scoring='gatv2' (got {scoring!r})")
         self.num_heads, self.out_feats = num_heads, out_feats
@@ -175,8 +176,9 @@ class LTGAConv(nn.Module):
         """``[N, in]`` -> ``[N, H, out]`` (and attention ``[E, H]`` with ``get_attention``).
 
         ``feat`` may be a sparse COO tensor (bag-of-words features): the input projections then
-        run as one sparse matmul (see ``_sparse_projections``). ``edge_feat`` ``[E, edge_feats]``:
-        required when the layer was built with ``edge_feats``, refused otherwise."""
+        run as one sparse matmul (see ``_sparse_projections``). ``edge_feat`` ``[E, edge_feats]``
+        (default ``graph.edata["feat"]``, so a DGL block brings its own edges' rows): used when the
+        layer was built with ``edge_feats``, refused otherwise."""
         if (graph.in_degrees() == 0).any():
             raise ValueError("LTGAConv needs every node to have an incoming edge: add self-loops "
                              "with dgl.add_self_loop(graph)")
@@ -184,8 +186,10 @@ class LTGAConv(nn.Module):
             raise ValueError(f"edge_feat {tuple(edge_feat.shape)} given, but the layer has no W_e: build it with "
                              f"edge_feats={edge_feat.shape[-1]}")
         if edge_feat is None and self.fc_edge is not None:
-            raise ValueError(f"the layer was built with edge_feats={self.fc_edge.in_features}: pass edge_feat "
-                             f"[E, {self.fc_edge.in_features}]")
+            if "feat" not in graph.edata:
+                raise ValueError(f"the layer was built with edge_feats={self.fc_edge.in_features}: pass edge_feat "
+                                 f"[E, {self.fc_edge.in_features}] or set graph.edata['feat']")
+            edge_feat = graph.edata["feat"]
         with graph.local_scope():
             num_dst = graph.num_dst_nodes()  # on a DGL block: its first num_dst source nodes
             if feat.is_sparse:
