@@ -191,3 +191,13 @@ def test_edge_features_reach_every_layer_from_the_graph():
     h = model.convs[0](g, x, edge_x).flatten(1)  # layer by layer, each with the same W_e input
     torch.testing.assert_close(given, model.out(g, h, edge_x).mean(1))
     assert all(conv.fc_edge.in_features == 3 for conv in model.ltga_layers())
+
+
+def test_a_wide_gate_checkpoint_names_the_layout_to_build():
+    wide = create_model("ltga", in_feats=12, num_classes=3, hidden=4, heads=2, q_mode="edge", edge_mlp="wide")
+    paper = create_model("ltga", in_feats=12, num_classes=3, hidden=4, heads=2, q_mode="edge")
+    with pytest.raises(ValueError, match="convs.0.edge_gate.src takes 8 inputs, edge_mlp='paper' takes 4: build the "
+                                         "model with edge_mlp='wide'"):
+        paper.load_state_dict(wide.state_dict())
+    rebuilt = create_model("ltga", in_feats=12, num_classes=3, hidden=4, heads=2, q_mode="edge", edge_mlp="wide")
+    rebuilt.load_state_dict(wide.state_dict())  # the named fix loads

@@ -57,6 +57,17 @@ class EdgeGate(nn.Module):
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        """A checkpoint of the other layout is refused with the fix (runs recorded before
+        ``edge_mlp`` existed have the wide gate)."""
+        width = state_dict.get(prefix + "src.weight", self.src.weight).shape[1]
+        if width != self.src.in_features:
+            other = "wide" if self.layout == "paper" else "paper"
+            raise ValueError(f"the checkpoint's per-edge gate {prefix}src takes {width} inputs, "
+                             f"edge_mlp={self.layout!r} takes {self.src.in_features}: build the model with "
+                             f"edge_mlp={other!r} (LTGA-Edge runs recorded before edge_mlp existed used 'wide')")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def forward(self, graph, proj_src: torch.Tensor, proj_dst: torch.Tensor) -> torch.Tensor:
         """Edge outputs ``[E, H]`` from node projections ``[N, H, F_h]``."""
         if self.layout == "wide":
