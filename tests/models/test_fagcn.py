@@ -1,4 +1,4 @@
-"""FAGCN against Bo et al.'s Eq. 7-10 computed densely in float64, and its constant-gate reduction
+"""FAGCN against Bo et al.'s layer computed densely in float64, and its constant-gate reduction
 against DGL's GraphConv."""
 import math
 
@@ -39,7 +39,7 @@ def test_forward_matches_the_papers_layers():
 
 def test_a_constant_gate_is_a_signed_gcn_filter():
     """With g = 0 every coefficient is tanh(b): the layer is tanh(b) D^-1/2 A D^-1/2 h, low-pass for
-    b > 0 and high-pass for b < 0 (Bo et al., Section 3: F_L and F_H up to the eps I term)."""
+    b > 0 and high-pass for b < 0 (Bo et al.'s F_L and F_H, without their eps I term)."""
     torch.manual_seed(0)
     model = create_model("fagcn", in_feats=5, num_classes=3, hidden=6).double().eval()
     layer, h = model.layers[0], torch.randn(4, 6, dtype=torch.float64)

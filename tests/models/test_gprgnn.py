@@ -1,4 +1,4 @@
-"""GPR-GNN against Chien et al.'s Eq. 2 computed densely in float64, and against DGL's APPNPConv
+"""GPR-GNN against Chien et al.'s propagation computed densely in float64, and against DGL's APPNPConv
 (its PPR initialisation) and SGConv (a one-hot gamma)."""
 import dgl
 import pytest
@@ -40,7 +40,7 @@ def test_forward_is_a_learned_polynomial_of_the_normalised_adjacency():
 
 
 def test_ppr_initialisation_is_appnp():
-    """Chien et al., Section 3: with gamma_k = alpha (1 - alpha)^k (last (1 - alpha)^K), GPR-GNN is APPNP."""
+    """Chien et al.: with gamma_k = alpha (1 - alpha)^k (last (1 - alpha)^K), GPR-GNN is APPNP."""
     # float32: DGL's APPNPConv builds its edge weights in float32 (10 steps: errors ~1e-7 relative)
     model, x = _model(hops=10, alpha=0.1).float(), torch.randn(4, 5)
     appnp = APPNPConv(k=10, alpha=0.1)

@@ -1,4 +1,4 @@
-"""LINKX against Lim et al.'s Section 5.1 computed densely in float64; its adjacency branch reads
+"""LINKX against Lim et al.'s model computed densely in float64; its adjacency branch reads
 the adjacency only; its per-node weights are sized by the graph and trained by an optimiser built
 before the first forward (as the node trainer does)."""
 import dgl

@@ -1,7 +1,7 @@
 """FAGCN (Bo et al., "Beyond Low-frequency Information in Graph Convolutional Networks", AAAI 2021).
 
-A self-gating layer mixes low- and high-frequency signals with signed edge coefficients (Eq. 7-8,
-10), on DGL's ``dgl.ops`` edge kernels (DGL 2.1 ships no FAGCN layer):
+A self-gating layer mixes low- and high-frequency signals with signed edge coefficients, on DGL's
+``dgl.ops`` edge kernels (DGL 2.1 ships no FAGCN layer):
 
     alpha_ij = tanh(g^T [h_i || h_j]),
     h_i' = eps * h_i^(0) + sum_{j in N(i)} alpha_ij / sqrt(d_i d_j) * h_j,
@@ -12,7 +12,8 @@ near +1 is a low-pass (GCN-like) filter of that edge, near -1 a high-pass one.
 
 Defaults are those of the authors' code (bdy9527/FAGCN, ``src/train.py``): 32 hidden units,
 2 layers, dropout 0.5 (on the input, the hidden layer and the edge coefficients), ``eps = 0.3``,
-Xavier-normal initialisation with gain 1.414. Degrees are in-degrees without self-loops, as theirs.
+Xavier-normal initialisation with gain 1.414. Degrees are in-degrees without self-loops, as theirs;
+their loader makes every graph undirected (``dgl.to_bidirected``), the zoo's keeps DGL's edges.
 """
 from __future__ import annotations
 

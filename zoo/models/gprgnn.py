@@ -1,6 +1,6 @@
 """GPR-GNN (Chien et al., "Adaptive Universal Generalized PageRank Graph Neural Network", ICLR 2021).
 
-An MLP predicts, then a learned polynomial of the normalised adjacency propagates (Eq. 2):
+An MLP predicts, then a learned polynomial of the normalised adjacency propagates:
 
     H^(0) = f_theta(X),   H^(k) = A_sym H^(k-1),   Z = sum_{k=0..K} gamma_k H^(k),
 

@@ -4,16 +4,16 @@ The paper's three designs: ego and neighbour embeddings kept apart (no self-loop
 neighbourhoods (1-hop and exactly-2-hop), and a combination of every round's representation:
 
 * embedding (S1): ``r0 = ReLU(X W_e)``;
-* ``K = layers`` aggregation rounds (S2, Eq. 5): ``r_k = [P_1 r_{k-1} || P_2 r_{k-1}]``, with
+* ``K = layers`` aggregation rounds (S2): ``r_k = [P_1 r_{k-1} || P_2 r_{k-1}]``, with
   ``P_i = D_i^{-1/2} A_i D_i^{-1/2}``, ``A_1`` the neighbours without the node itself and ``A_2``
-  the nodes at distance exactly 2; no nonlinearity (S2) between rounds;
-* combination (S3, Eq. 6): ``[r0 || r1 || ... || rK]``, dropout, then the classifier ``W_c``.
+  the nodes at distance exactly 2; no nonlinearity between rounds;
+* combination (S3): ``[r0 || r1 || ... || rK]``, dropout, then the classifier ``W_c``.
 
 Defaults are H2GCN-2 as in the authors' code (GemsLab/H2GCN, ``M64-R-T1-G-V-T2-G-V-C1-C2-D0.5-MO``):
 64 units, 2 rounds, dropout 0.5 before a bias-free classifier, a bias-free embedding. They
 row-normalise the features; this model takes them as given, like every node model here.
-Neighbourhoods follow the graph's edges (``A[dst, src]``); the authors' loaders made WebKB
-undirected, the zoo's loader keeps DGL's directed WebKB graphs for every model.
+Neighbourhoods follow the graph's edges (``A[dst, src]``), as in every node model here (DGL's
+WebKB graphs are directed; on an undirected graph this is the paper's ``A``).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """LINKX (Lim et al., "Large Scale Learning on Non-Homophilous Graphs: New Benchmarks and Strong
 Simple Methods", NeurIPS 2021).
 
-Adjacency and features are embedded separately, then mixed by an MLP (Section 5.1):
+Adjacency and features are embedded separately, then mixed by an MLP:
 
     h_A = MLP_A(A),   h_X = MLP_X(X),   Y = MLP_f(ReLU(W [h_A || h_X] + h_A + h_X)).
 
@@ -13,7 +13,8 @@ self-loops, and a row ``i`` sums ``W_A[j]`` over the in-edges ``j -> i`` (``dgl.
 ``MLP_f`` is ``layers`` linear layers with ReLU, BatchNorm and dropout between them.
 
 Defaults are the authors' (CUAI/Non-Homophily-Large-Scale, ``parse.py``): 32 hidden units, a
-2-layer ``MLP_f``, dropout 0.5, no inner dropout or activation.
+2-layer ``MLP_f``, dropout 0.5, no inner dropout or activation. Their ``main.py`` symmetrises the
+graph and trains with AdamW (weight decay 1e-3); the zoo keeps DGL's edges and its node trainer.
 """
 from __future__ import annotations
 
