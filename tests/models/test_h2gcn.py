@@ -74,3 +74,10 @@ def test_gradients_reach_every_parameter():
     loss.backward()
     for name, param in model.named_parameters():
         assert torch.isfinite(param.grad).all() and param.grad.abs().sum() > 0, name
+
+
+def test_a_sampled_block_is_refused_with_the_fix():
+    model = create_model("h2gcn", in_feats=4, num_classes=3)
+    block = dgl.to_block(_graph(), dst_nodes=torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="H2GCN trains full-batch only .* remove train.sampler"):
+        model(block, torch.randn(block.num_src_nodes(), 4))

@@ -70,3 +70,10 @@ def test_an_optimiser_built_before_the_first_forward_trains_every_parameter():
         assert torch.isfinite(param.grad).all() and param.grad.abs().sum() > 0, name
     optimizer.step()
     assert all(not torch.equal(param, before[name]) for name, param in model.named_parameters())
+
+
+def test_a_sampled_block_is_refused_with_the_fix():
+    model = create_model("linkx", in_feats=5, num_classes=3)
+    block = dgl.to_block(_graph(), dst_nodes=torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="LINKX trains full-batch only .* remove train.sampler"):
+        model(block, torch.randn(block.num_src_nodes(), 5))

@@ -78,6 +78,9 @@ class FAGCN(nn.Module):
             nn.init.xavier_normal_(linear.weight, gain=1.414)
 
     def forward(self, graph: dgl.DGLGraph, features: torch.Tensor) -> torch.Tensor:
+        if graph.is_block:
+            raise ValueError("FAGCN trains full-batch only (each layer adds eps times the first layer's input "
+                             "of every node); remove train.sampler from the recipe")
         graph = dgl.remove_self_loop(graph)
         raw = h = self.dropout(torch.relu(self.input(self.dropout(features))))
         for layer in self.layers:

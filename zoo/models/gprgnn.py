@@ -61,6 +61,9 @@ class GPRGNN(nn.Module):
         self.gamma = nn.Parameter(ppr_coefficients(hops, alpha))
 
     def forward(self, graph: dgl.DGLGraph, features: torch.Tensor) -> torch.Tensor:
+        if graph.is_block:
+            raise ValueError("GPR-GNN trains full-batch only (its K propagation steps span the whole graph); "
+                             "remove train.sampler from the recipe")
         h = features
         for i, linear in enumerate(self.linears):
             h = linear(self.dropout(h))

@@ -76,6 +76,9 @@ class H2GCN(nn.Module):
         return self._cache[1]
 
     def forward(self, graph: dgl.DGLGraph, features: torch.Tensor) -> torch.Tensor:
+        if graph.is_block:
+            raise ValueError("H2GCN trains full-batch only (its distance-2 neighbourhoods span the whole graph); "
+                             "remove train.sampler from the recipe")
         one, two = self.hops(graph)
         rounds = [torch.relu(self.embed(features))]
         for _ in range(self.rounds):

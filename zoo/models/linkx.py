@@ -87,5 +87,8 @@ class LINKX(nn.Module):
         self.final = nn.Sequential(*blocks, nn.Linear(hidden, num_classes))
 
     def forward(self, graph: dgl.DGLGraph, features: torch.Tensor) -> torch.Tensor:
+        if graph.is_block:
+            raise ValueError("LINKX trains full-batch only (one adjacency weight row per node of the whole "
+                             "graph); remove train.sampler from the recipe")
         h_a, h_x = self.adjacency(graph), self.features(features)
         return self.final(torch.relu(self.mix(torch.cat([h_a, h_x], 1)) + h_a + h_x))
