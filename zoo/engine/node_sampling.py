@@ -16,6 +16,7 @@ gets edge weights that turn them into the full graph's (exact with full neighbou
 from __future__ import annotations
 
 import inspect
+import warnings
 from contextlib import contextmanager
 
 import dgl
@@ -61,7 +62,15 @@ def shuffled_batches(graph, nodes: torch.Tensor, fanouts: list[int], batch_size:
     """
     order = torch.randperm(len(nodes))
     dgl.seed(int(torch.randint(0, 2**31 - 1, ())))
-    return iter(neighbour_loader(graph, nodes[order.to(nodes.device)], fanouts, batch_size))
+    return _iterate(neighbour_loader(graph, nodes[order.to(nodes.device)], fanouts, batch_size))
+
+
+def _iterate(loader: dgl.dataloading.DataLoader):
+    """``iter(loader)`` without DGL's advice, on every CPU epoch, to pin sampler worker threads to
+    cores (the zoo samples in the main process)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Dataloader CPU affinity opt is not enabled")
+        return iter(loader)
 
 
 def sampled_forward(model: nn.Module, graph, blocks: list, features: torch.Tensor) -> torch.Tensor:
@@ -89,6 +98,9 @@ def layerwise_forward(model: nn.Module, graph, features: torch.Tensor, chunk_siz
     An LTGA layer's ``attention_override(graph, attention)`` (the counterfactual hook) sees the
     whole graph's ``[E, H]`` attention, as in a full-batch forward: that layer is run twice, once
     to collect its attention over all chunks, once with the hook's result.
+
+    >>> with torch.no_grad():                                        # doctest: +SKIP
+    ...     logits = layerwise_forward(model.eval(), g, g.ndata["feat"], chunk_size=4096)
     """
     layers = graph_layers(model)
     nodes = torch.arange(graph.num_nodes(), device=graph.device)
@@ -143,7 +155,7 @@ def _layer_output(model, layers, index, graph, loader, features, previous) -> to
     def stop(module, args, result):
         raise _Stop(result)
 
-    for input_nodes, output_nodes, (block,) in loader:
+    for input_nodes, output_nodes, (block,) in _iterate(loader):
         handle = None if last else layers[index].register_forward_hook(stop)
         try:
             with _replaying(layers[:index], previous, input_nodes), \
@@ -171,7 +183,7 @@ def _collected_attention(model, layers, index, graph, loader, features, previous
         raise _Stop
 
     layer.attention_override = collect
-    for input_nodes, _, (block,) in loader:
+    for input_nodes, _, (block,) in _iterate(loader):
         try:
             with _replaying(layers[:index], previous, input_nodes), \
                     _on_blocks(graph, [(layer, block)], type(model).__name__):
