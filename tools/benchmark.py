@@ -6,8 +6,9 @@
     python tools/benchmark.py layers --nodes 3327 --edges 9104 --features 3703 --density 0.0085  # CiteSeer-like,
                                                         # plus LTGA-Head with sparse_features
     python tools/benchmark.py gps                       # SigGate-GT step vs ungated GPS step
-    python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt   # the paper's ZINC model
+    python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt   # the paper's ZINC model, updated as the trainer does
     python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt --profile  # top operators
+    python tools/benchmark.py gps --batch-size 128 --peer pyg   # against PyG's GPSConv (pip install -e ".[bench]")
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
 """
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _layers(args: argparse.Namespace) -> None:
 
 def _gps(args: argparse.Namespace) -> None:
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats, recipe=args.recipe, models=tuple(args.models),
-                  profile=args.profile if args.profile is not None else 0, top=args.top)
+                  profile=args.profile if args.profile is not None else 0, top=args.top, peer=args.peer)
 
 
 def _aggregate(args: argparse.Namespace) -> None:
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="profile STEPS (default 5) training steps of the last of --models with torch.profiler "
                           "and print the top operators by self CPU time, instead of timing")
     gps.add_argument("--top", type=int, default=25, help="operators to print with --profile")
+    gps.add_argument("--peer", choices=("pyg",), help="also time PyG's GPSConv layers in the same model (equal "
+                                                      "parameter count; needs torch-geometric==2.6.1, the bench extra)")
     gps.set_defaults(func=_gps)
     aggregate = commands.add_parser("aggregate", help="attention aggregation against DGL's update_all")
     aggregate.add_argument("--nodes", type=int, default=11758, help="nodes (default: Tolokers')")

@@ -41,3 +41,37 @@ def test_ops_worker_times_each_op_in_a_fresh_process():
     result = ops_benchmark._worker(ops_benchmark.TIME_ENV, "time_ops", ["edge_softmax", "edge_entmax"], 2000, 2, 1)
     assert set(result) == {"edge_softmax", "edge_entmax"}
     assert all(set(times) == {"fwd_ms", "fwd_bwd_ms"} for times in result.values())
+
+
+def test_gps_train_step_with_a_recipe_clips_as_the_trainer_does():
+    import torch
+
+    from tools.benchmarks.models import _train_step
+    from zoo.engine.recipe import OptimConfig
+
+    for optim, clipped in ((OptimConfig(optimizer="adamw", clip_grad_norm=1.0), True), (None, False)):
+        model = torch.nn.Linear(3, 1)
+        _train_step(model, lambda m: 100.0 * m(torch.ones(4, 3)).sum(), optim)()
+        norm = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in model.parameters()]))
+        assert (norm <= 1.0 + 1e-5) == clipped  # unclipped, the gradient norm is 400 * sqrt(4)
+
+
+def test_pyg_peer_without_torch_geometric_is_one_error_line(monkeypatch):
+    import sys
+
+    import pytest
+
+    monkeypatch.setitem(sys.modules, "torch_geometric.nn", None)  # import fails as if not installed
+    with pytest.raises(SystemExit, match="pip install torch-geometric==2.6.1"):
+        benchmark_cli.main(["gps", "--batch-size", "2", "--repeats", "1", "--peer", "pyg"])
+
+
+def test_pyg_peer_has_the_zoo_models_parameter_count_and_trains(capsys):
+    import pytest
+
+    pytest.importorskip("torch_geometric", reason="optional bench extra: pip install torch-geometric==2.6.1")
+    ms = benchmark_gps(batch_size=2, repeats=1, peer="pyg")
+    out = capsys.readouterr().out
+    assert set(ms) == {"pyg_gpsconv", "gps", "siggate_gt"} and "ratio to pyg_gpsconv |" in out
+    counts = dict(re.findall(r"(\w+) (\d+)", out.split("parameters: ")[1]))
+    assert counts["pyg_gpsconv"] == counts["gps"]

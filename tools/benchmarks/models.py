@@ -18,6 +18,8 @@ import torch
 from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
 from torch.nn import functional as F
 
+from zoo.engine.graph_trainer import build_optimizer, update
+from zoo.engine.recipe import load_recipe
 from zoo.models.registry import create_model
 from zoo.ops import edge_weighted_sum
 
@@ -35,13 +37,20 @@ def _median_step_ms(steps: dict, repeats: int, warmup: int = 2) -> dict[str, flo
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def _train_step(model, loss_fn):
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+def _train_step(model, loss_fn, optim=None):
+    """A training step: forward, backward and update. ``optim`` (a recipe's ``OptimConfig``): the
+    graph trainer's own update (its optimizer, gradient clipping); None: plain ``Adam``."""
+    if optim is None:
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        apply = optimizer.step
+    else:
+        optimizer = build_optimizer(model, optim)
+        apply = lambda: update(model, optimizer, optim)  # noqa: E731
 
     def step():
         optimizer.zero_grad()
         loss_fn(model).backward()
-        optimizer.step()
+        apply()
 
     return step
 
@@ -157,8 +166,6 @@ def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
     """
     if recipe is None:
         return dict(GPS_DEFAULT), dict(GPS_DEFAULT, gate="output")
-    from zoo.engine.recipe import load_recipe
-
     model = dict(load_recipe(recipe).model)
     if model.pop("name") != "siggate_gt":
         raise ValueError(f"{recipe} is not a siggate_gt recipe")
@@ -167,21 +174,33 @@ def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
 
 def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = None,
                   models: tuple[str, ...] = ("gps", "siggate_gt"), profile: int = 0,
-                  top: int = 25) -> dict[str, float]:
+                  top: int = 25, peer: str | None = None) -> dict[str, float]:
     """Median training step of the ZINC GPS model with and without the per-head output gate.
 
-    ``recipe``: build both from a SigGate-GT recipe's model section (see :func:`gps_configs`).
+    ``recipe``: build both from a SigGate-GT recipe's model section (see :func:`gps_configs`) and
+    update them as the graph trainer does with its ``optim`` section (its optimizer, foreach,
+    gradient clipping); without it, plain ``Adam``.
     ``profile`` > 0: instead of timing, run that many training steps of the last of ``models``
     under ``torch.profiler`` and print the ``top`` operators by self CPU time.
+    ``peer="pyg"``: also time the ungated model with PyG's ``GPSConv`` layers (equal parameter
+    count, :mod:`tools.benchmarks.pyg_gps`), interleaved with the others; ratios are then to it.
     """
     configs = dict(zip(("gps", "siggate_gt"), gps_configs(recipe)))
     torch.manual_seed(0)
     built = {name: create_model(name, **configs[name]) for name in models}
+    if peer == "pyg":
+        from tools.benchmarks.pyg_gps import pyg_gps_like
+
+        ungated = create_model("gps", **configs["gps"])
+        first = ungated.gps_layers()[0]
+        built = {"pyg_gpsconv": pyg_gps_like(ungated, heads=first.attn.heads, attn_dropout=first.attn.attn_dropout.p,
+                                             dropout=first.dropout.p), **built}
     spec = next(iter(built.values())).pe_spec()
     batch = random_molecules(batch_size, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
     target = torch.randn(batch_size, 1)
     loss = lambda model: F.l1_loss(model(batch), target)
-    steps = {name: _train_step(model, loss) for name, model in built.items()}
+    optim = load_recipe(recipe).optim if recipe else None  # the recipe's update, as the graph trainer runs it
+    steps = {name: _train_step(model, loss, optim) for name, model in built.items()}
     setting = recipe or "GINE + LapPE 8 + RWSE 20"
     title = f"gps: batches of {batch_size} ZINC-sized molecules (23 atoms), {setting}, " + \
         ", ".join(f"{k} {configs['siggate_gt'][k]}" for k in ("layers", "dim", "heads", "local"))
@@ -196,5 +215,8 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
         return {}
     ms = _median_step_ms(steps, repeats)
-    _print_table(title, ms, models[0])
+    _print_table(title, ms, next(iter(built)))
+    if peer:
+        print(f"parameters: " + ", ".join(f"{name} {sum(p.numel() for p in model.parameters())}"
+                                          for name, model in built.items()))
     return ms
