@@ -46,7 +46,7 @@ def test_overrides_and_epoch_cap_change_the_hash():
     ({**BASE, "model": {"name": "gat", "dropout": float("inf")}}, "model.dropout is inf; it must be a finite number"),
     ({**BASE, "model": {"name": "gat", "dropout": 2.0}}, "model.dropout is 2.0; it must be in [0, 1)"),
     ({**BASE, "model": {"name": "gat", "heads": 0}}, "model.heads is 0; it must be >= 1"),
-    ({**BASE, "model": {"name": "ltga", "delta": 0}}, "model.delta is 0.0; it must be in (0, 1]"),
+    ({**BASE, "model": {"name": "ltga", "delta": 0}}, "model.delta is 0.0; it must be in (0, 2]"),
     ({**BASE, "model": {"name": "ltga", "q": -1}}, "model.q is -1.0; it must be > 0"),
     ({**BASE, "model": {"name": "gps", "dim": 64, "heads": 5}},
      "model (gps): dim must be a positive multiple of heads, got dim=64, heads=5"),

@@ -71,7 +71,7 @@ def test_model_arguments_report_type_default_and_range():
     assert "in_feats" not in gat and data_arguments("gat") == ("in_feats", "num_classes")
     assert "num_outputs" in data_arguments("siggate_gt") and "in_feats" not in data_arguments("siggate_gt")
     ltga = model_arguments("ltga")
-    assert str(ltga["delta"].ranges[0]) == "in (0, 1]" and str(ltga["q"].ranges[0]) == "> 0"
+    assert str(ltga["delta"].ranges[0]) == "in (0, 2]" and str(ltga["q"].ranges[0]) == "> 0"
     assert ltga["normaliser"] == Argument(str, "qsoftmax")
 
 
