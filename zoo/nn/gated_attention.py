@@ -245,6 +245,7 @@ class GatedMultiheadAttention(nn.Module):
         if self.record:  # cropped to the largest graph (the block is wider by up to ROW_ALIGN - 1)
             length = int(g.batch_num_nodes().max()) if batch else 0
             self.last_attn, self.last_mask = weights[:, :, :length, :length].detach(), mask[:, :length]
+            self.last_heads, self.last_heads_ungated = self.last_heads[:, :, :length], self.last_heads_ungated[:, :, :length]
             self.last_gate = None if gate is None else gate[mask].detach()
         return out.reshape(batch * width, self.dim).index_select(0, flat)
 
