@@ -101,3 +101,23 @@ def test_signnet_decides_the_fused_gin_at_construction_and_after_a_load():
     fused = model(g, eigvec)
     model._fused = [False] * 3  # every conv through DGL
     torch.testing.assert_close(fused, model(g, eigvec))
+
+
+def test_scalar_relu_mlp_is_the_mlp_in_value_and_gradient():
+    """Against the MLP itself in float64, with a unit of zero input weight (never cut), two units
+    with the same cut (an empty interval) and inputs beyond every cut."""
+    from torch import nn
+
+    from zoo.nn.positional_encoders import scalar_relu_mlp
+
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Linear(16, 5)).double()
+    with torch.no_grad():
+        mlp[0].weight[3] = 0.0
+        mlp[0].weight[5], mlp[0].bias[5] = 2 * mlp[0].weight[4], 2 * mlp[0].bias[4]
+    s = torch.cat([torch.randn(200, 1, dtype=torch.float64) * 3, torch.tensor([[-1e3], [1e3]], dtype=torch.float64)])
+    got, want = scalar_relu_mlp(mlp, s.view(101, 2, 1)), mlp(s).view(101, 2, 5)
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+    grads = [torch.autograd.grad(out.square().sum(), list(mlp.parameters())) for out in (got, want)]
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-12)

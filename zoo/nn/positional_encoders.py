@@ -17,6 +17,7 @@ import torch
 from dgl import ops as dgl_ops
 from dgl.nn import GINConv
 from torch import nn
+from torch.nn import functional as F
 
 
 def _mlp(sizes: list[int], final_relu: bool) -> nn.Sequential:
@@ -49,13 +50,57 @@ def _fusable(conv: GINConv) -> bool:
 def _gin(conv: GINConv, g, x: torch.Tensor, fused: bool) -> torch.Tensor:
     """``conv(g, x)`` for a sum-aggregating ``GINConv``: ``apply_func(x + sum_in x_src)`` with DGL's
     fused kernel called directly when ``fused`` (= :func:`_fusable`): with a fixed ``eps = 0``
-    (SignNet's) the ``(1 + eps) *`` product is skipped, multiplying by exactly 1 changes nothing.
-    Otherwise it goes through DGL.
+    (SignNet's) the ``(1 + eps) *`` product is skipped, multiplying by exactly 1 changes nothing;
+    an ``apply_func`` of one input channel, ``Linear(1, H) -> ReLU -> Linear``, runs as
+    :func:`scalar_relu_mlp`. Otherwise it goes through DGL.
     """
     if not fused:
         return conv(g, x)
     out = x + dgl_ops.copy_u_sum(g, x)
-    return out if conv.apply_func is None else conv.apply_func(out)
+    if conv.apply_func is None:
+        return out
+    if x.shape[-1] == 1 and _is_scalar_relu_mlp(conv.apply_func):
+        return scalar_relu_mlp(conv.apply_func, out)
+    return conv.apply_func(out)
+
+
+def _is_scalar_relu_mlp(mlp) -> bool:
+    """Whether ``mlp`` is ``Linear(1, H) -> ReLU -> Linear(H, F)``, which :func:`scalar_relu_mlp` computes."""
+    return (isinstance(mlp, nn.Sequential) and len(mlp) == 3 and isinstance(mlp[0], nn.Linear)
+            and mlp[0].in_features == 1 and type(mlp[1]) is nn.ReLU and isinstance(mlp[2], nn.Linear))
+
+
+def scalar_relu_mlp(mlp: nn.Sequential, s: torch.Tensor) -> torch.Tensor:
+    """``mlp(s)`` for ``mlp = Linear(1, H) -> ReLU -> Linear(H, F)`` on scalars ``s`` ``[..., 1]``,
+    computed as the piecewise-affine function of ``s`` it is.
+
+    Hidden unit ``c`` is active where ``w_c s + b_c > 0``, so the ``H`` points ``-b_c / w_c`` cut the
+    line into at most ``H + 1`` intervals with a fixed set of active units ``D`` each, on which
+    ``mlp(s) = s (W_2 D w) + (W_2 D b + b_2)``. The slopes and offsets of all intervals come from
+    two ``[H + 1, H] @ [H, F]`` matmuls; each row then looks up its interval. For SignNet's first
+    layer (``s`` one scalar per node and eigenvector, ``[N * 2k]`` rows) this replaces an
+    ``[N * 2k, H] @ [H, F]`` matmul, its ReLU and their backward by two row lookups. Values equal
+    ``mlp(s)`` up to float rounding; gradients too, except exactly at a cut, where ReLU's
+    derivative is undefined.
+
+    >>> mlp = nn.Sequential(nn.Linear(1, 8), nn.ReLU(), nn.Linear(8, 3))
+    >>> s = torch.randn(5, 1)
+    >>> torch.allclose(scalar_relu_mlp(mlp, s), mlp(s), atol=1e-6)
+    True
+    """
+    first, last = mlp[0], mlp[2]
+    w, b = first.weight[:, 0], first.bias
+    with torch.no_grad():
+        moving = w != 0
+        cuts = torch.sort(-b[moving] / w[moving]).values
+        inside = (cuts[1:] + cuts[:-1]) / 2
+        points = torch.cat([cuts[:1] - 1, inside, cuts[-1:] + 1]) if len(cuts) else b.new_zeros(1)
+        active = (points[:, None] * w + b > 0).to(w.dtype)  # [intervals, H]
+        interval = torch.searchsorted(cuts, s.detach().reshape(-1).contiguous())  # cuts[i-1] < s <= cuts[i]
+    slope = F.linear(active * w, last.weight)  # [intervals, F]
+    offset = F.linear(active * b, last.weight, last.bias)
+    out = torch.addcmul(offset.index_select(0, interval), slope.index_select(0, interval), s.reshape(-1, 1))
+    return out.view(*s.shape[:-1], last.out_features)
 
 
 class LapPEDeepSet(nn.Module):
