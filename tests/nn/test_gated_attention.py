@@ -282,3 +282,199 @@ def test_logit_gate_is_the_papers_g3_element_by_element():
     want = torch.cat(heads, 1) @ attn.out_proj.weight.T + attn.out_proj.bias
     torch.testing.assert_close(attn(batch_of([5]), x), want, atol=1e-12, rtol=0)
     torch.testing.assert_close(attn.last_attn.sum(-1), torch.ones(1, HEADS, 5, dtype=torch.float64))
+
+
+# ---- normalisers other than softmax (issue 18) ----------------------------------------------------
+
+NORMALISED = [("qsoftmax", {"q_mode": "head"}), ("qsoftmax", {"q_mode": "layer"}), ("qsoftmax", {"q_mode": "fixed", "q": 1.6}),
+              ("entmax", {"alpha": 1.5}), ("entmax", {"alpha_mode": "head", "alpha": 1.3}), ("sparsemax", {})]
+FROZEN_COMMIT = "6b71259eed58bfc615373b70173379402148018d"  # the last GatedMultiheadAttention before normalisers
+
+
+def frozen_module():
+    """The committed GatedMultiheadAttention of ``FROZEN_COMMIT``, loaded from git into a fresh module."""
+    import subprocess
+    import types
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        source = subprocess.run(["git", "show", f"{FROZEN_COMMIT}:zoo/nn/gated_attention.py"], cwd=root,
+                                capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("needs the repository's git history (the frozen softmax module is read from it)")
+    module = types.ModuleType("frozen_gated_attention")
+    exec(compile(source, f"{FROZEN_COMMIT[:7]}:zoo/nn/gated_attention.py", "exec"), module.__dict__)
+    return module
+
+
+def with_indices(attn, seed=11):
+    """Move learned q / alpha away from their initial values, so gradients and q are non-trivial."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in attn.index_parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.5)
+    return attn
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("gate", ["none", "output", "value", "logit"])
+def test_softmax_is_the_committed_module_bit_for_bit(gate, dtype):
+    """Same weights, same inputs and dropout draws: the output and every gradient are bit-identical
+    to the module as committed before the normalisers existed (training mode, attention dropout on)."""
+    old = frozen_module().GatedMultiheadAttention(DIM, HEADS, gate=gate, attn_dropout=0.2, record=True).to(dtype)
+    new = GatedMultiheadAttention(DIM, HEADS, gate=gate, attn_dropout=0.2, record=True).to(dtype)
+    new.load_state_dict(old.state_dict())
+    assert new.normaliser == "softmax" and not new.index_parameters()
+    g = batch_of([5, 1, 9, 3, 0, 7])
+    h = features(25).to(dtype)
+    outputs, grads = [], []
+    for attn in (old, new):
+        x = h.clone().requires_grad_()
+        torch.manual_seed(3)
+        out = attn(g, x)
+        out.backward(torch.ones_like(out).cumsum(0))
+        outputs.append((out, attn.last_attn))
+        grads.append([x.grad] + [p.grad for p in attn.parameters()])
+    assert torch.equal(outputs[0][0], outputs[1][0]) and torch.equal(outputs[0][1], outputs[1][1])
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
+
+
+@pytest.mark.parametrize("gate", ["none", "output", "logit"])
+@pytest.mark.parametrize("options", [{"normaliser": "qsoftmax", "q_mode": "head"}, {"normaliser": "qsoftmax", "q_mode": "layer"},
+                                     {"normaliser": "qsoftmax", "q_mode": "fixed", "q": 1.0},
+                                     {"normaliser": "entmax", "alpha": 1.0}])
+def test_q_one_is_softmax(gate, options):
+    """q = 1 (the learned index at init, a = 0, or a fixed q = 1; entmax at alpha = 1) is the softmax
+    module to 1e-6 in float32, forward and input gradient."""
+    torch.manual_seed(0)
+    plain = GatedMultiheadAttention(DIM, HEADS, gate=gate)
+    torch.manual_seed(0)
+    q_one = GatedMultiheadAttention(DIM, HEADS, gate=gate, **options)
+    q_one.load_state_dict(plain.state_dict(), strict=False)
+    g, h = batch_of([4, 9, 2]), features(15).float()
+    results = []
+    for attn in (plain, q_one):
+        x = h.clone().requires_grad_()
+        out = attn(g, x)
+        (out * torch.arange(out.numel()).view_as(out).sin()).sum().backward()
+        results.append((out, x.grad))
+    torch.testing.assert_close(results[1][0], results[0][0], atol=1e-6, rtol=0)
+    torch.testing.assert_close(results[1][1], results[0][1], atol=1e-6, rtol=0)
+    if q_one.q_logit is not None:
+        assert torch.equal(q_one.current_q(), torch.ones_like(q_one.q_logit))
+
+
+@pytest.mark.parametrize("gate", ["none", "output", "value", "logit"])
+@pytest.mark.parametrize("normaliser,options", NORMALISED)
+def test_padding_gets_exactly_zero_weight_and_changes_nothing(normaliser, options, gate):
+    """A graph in a batch with a bigger graph (padded to its width) gets the same output as alone, its
+    padded keys exactly zero weight; a row of real keys sums to one."""
+    attn = with_indices(make_attn(gate=gate, normaliser=normaliser, record=True, **options))
+    small, big = features(3, seed=2), features(13, seed=3)
+    alone = attn(batch_of([3]), small)
+    weights_alone = attn.last_attn[0]
+    batched = attn(batch_of([3, 13]), torch.cat([small, big]))
+    weights = attn.last_attn[0]  # [H, 13, 13]: graph 0 padded from 3 to 13 keys
+    torch.testing.assert_close(batched[:3], alone, atol=1e-12, rtol=0)
+    assert torch.equal(weights[:, :, 3:], torch.zeros_like(weights[:, :, 3:]))
+    torch.testing.assert_close(weights[:, :3, :3], weights_alone, atol=1e-13, rtol=0)
+    torch.testing.assert_close(weights[:, :3].sum(-1), torch.ones(HEADS, 3, dtype=torch.float64))
+    empty = attn(batch_of([0, 3]), small)  # an empty graph's block row has no key at all
+    torch.testing.assert_close(empty, alone, atol=1e-12, rtol=0)
+
+
+def reference_q(attn, x, q):
+    """Float64 q-softmax attention on one graph, head by head (LTGA Eq. 2 on Q K^T / sqrt(d_k)), q
+    a tensor per head; ungated or output-gated."""
+    wq, wk, wv = attn.in_proj.weight.split(DIM)
+    bq, bk, bv = attn.in_proj.bias.split(DIM)
+    gate = torch.sigmoid(x @ attn.gate_proj.weight.T + attn.gate_proj.bias) if attn.gate == "output" else None
+    heads = []
+    for k in range(HEADS):
+        s = slice(k * HEAD_DIM, (k + 1) * HEAD_DIM)
+        logits = (x @ wq[s].T + bq[s]) @ (x @ wk[s].T + bk[s]).T / math.sqrt(HEAD_DIM)
+        z = logits - logits.max(1, keepdim=True).values
+        e = torch.clamp(1 + (q[k] - 1) * z, min=0) ** (1 / (q[k] - 1))
+        head = e / e.sum(1, keepdim=True) @ (x @ wv[s].T + bv[s])
+        heads.append(head if gate is None else head * gate[:, s])
+    return torch.cat(heads, 1) @ attn.out_proj.weight.T + attn.out_proj.bias
+
+
+@pytest.mark.parametrize("gate", ["none", "output"])
+@pytest.mark.parametrize("q_mode", ["head", "layer"])
+def test_q_softmax_forward_and_gradients_match_a_float64_reference(q_mode, gate):
+    """Output, and gradients for the input, the projections that make the logits and the index
+    parameter a of q = 1 + delta tanh(a), against plain autograd on the formula per graph."""
+    attn = make_attn(gate=gate, normaliser="qsoftmax", q_mode=q_mode, delta=1.5)
+    with torch.no_grad():
+        attn.q_logit.copy_(torch.tensor([0.6, -0.4, 0.9], dtype=torch.float64)[:attn.q_logit.numel()].reshape(attn.q_logit.shape))
+    sizes = [4, 7, 2]
+    h = features(sum(sizes)).requires_grad_()
+    upstream = torch.randn(sum(sizes), DIM, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    (attn(batch_of(sizes), h) * upstream).sum().backward()
+    got = [h.grad, attn.in_proj.weight.grad, attn.q_logit.grad]
+
+    ref = make_attn(gate=gate, normaliser="qsoftmax", q_mode=q_mode, delta=1.5)
+    ref.load_state_dict(attn.state_dict())
+    x = h.detach().clone().requires_grad_()
+    q = (1 + 1.5 * torch.tanh(ref.q_logit)).expand(HEADS)
+    want_out = torch.cat([reference_q(ref, part, q) for part in x.split(sizes)])
+    (want_out * upstream).sum().backward()
+    torch.testing.assert_close(attn(batch_of(sizes), h.detach()), want_out.detach(), atol=1e-12, rtol=0)
+    for a, b in zip(got, [x.grad, ref.in_proj.weight.grad, ref.q_logit.grad]):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-9)
+
+
+@pytest.mark.parametrize("normaliser,options", [("entmax", {"alpha_mode": "head", "alpha": 1.4}),
+                                                ("entmax", {"alpha": 1.7}), ("sparsemax", {})])
+def test_entmax_gradients_match_finite_differences(normaliser, options):
+    """Entmax and sparsemax gradients (input and learned alpha) against float64 finite differences."""
+    attn = with_indices(make_attn(gate="output", normaliser=normaliser, **options))
+    g = batch_of([3, 4])
+    h = features(7).requires_grad_()
+    index = [p.detach().clone().requires_grad_() for p in attn.index_parameters()]
+
+    def function(h, *index):  # alpha through the module's own map b -> 1 + sigmoid(b)
+        if not index:
+            return attn(g, h)
+        saved = attn.alpha_logit
+        try:
+            del attn.alpha_logit
+            attn.alpha_logit = index[0]
+            return attn(g, h)
+        finally:
+            attn.alpha_logit = saved
+
+    assert torch.autograd.gradcheck(function, (h, *index), atol=1e-7, rtol=1e-6)
+
+
+def test_entmax_and_sparsemax_prune_and_q_above_one_prunes():
+    """Sparse normalisers give exact zeros on real keys (a fixed large-score gap), softmax none."""
+    x = features(12, seed=4) * 3
+    for normaliser, options in [("sparsemax", {}), ("entmax", {"alpha": 1.8}), ("qsoftmax", {"q_mode": "fixed", "q": 1.9})]:
+        attn = make_attn(normaliser=normaliser, record=True, **options)
+        attn(batch_of([12]), x)
+        assert (attn.last_attn == 0).any(), normaliser
+    soft = make_attn(record=True)
+    soft(batch_of([12]), x)
+    assert (soft.last_attn > 0).all()
+
+
+def test_index_parameters_and_bad_options_are_named():
+    assert [p.shape for p in GatedMultiheadAttention(DIM, HEADS, normaliser="qsoftmax").index_parameters()] == [(HEADS,)]
+    assert [p.shape for p in GatedMultiheadAttention(DIM, HEADS, normaliser="qsoftmax", q_mode="layer").index_parameters()] == [()]
+    assert not GatedMultiheadAttention(DIM, HEADS, normaliser="qsoftmax", q_mode="fixed", q=1.5).index_parameters()
+    learned = GatedMultiheadAttention(DIM, HEADS, normaliser="entmax", alpha_mode="head", alpha=1.3)
+    torch.testing.assert_close(learned.current_alpha(), torch.full((HEADS,), 1.3))
+    assert not GatedMultiheadAttention(DIM, HEADS, normaliser="sparsemax").index_parameters()
+    with pytest.raises(ValueError, match="'tsallis'"):
+        GatedMultiheadAttention(DIM, HEADS, normaliser="tsallis")
+    with pytest.raises(ValueError, match="q_mode must be one of.*'edge'"):
+        GatedMultiheadAttention(DIM, HEADS, normaliser="qsoftmax", q_mode="edge")
+    with pytest.raises(ValueError, match=r"delta=3 must be in \(0, 2\]"):
+        GatedMultiheadAttention(DIM, HEADS, normaliser="qsoftmax", delta=3)
+    with pytest.raises(ValueError, match=r"alpha=2.0 must be in \(1, 2\) when learned"):
+        GatedMultiheadAttention(DIM, HEADS, normaliser="entmax", alpha_mode="layer", alpha=2.0)
+    with pytest.raises(ValueError, match="alpha=0.5 must be >= 1"):
+        GatedMultiheadAttention(DIM, HEADS, normaliser="entmax", alpha=0.5)
