@@ -164,6 +164,8 @@ def test_one_block_per_graph_layer_or_a_clear_error(data):
     input_nodes, _, blocks = next(iter(neighbour_loader(graph, torch.arange(8), [3, 3, 3], 8)))
     with pytest.raises(ValueError, match="2 graph layers but the sampler gives 3 blocks"):
         sampled_forward(_model("gat"), graph, blocks, x[input_nodes])
+    with pytest.raises(ValueError, match="no graph layers.*remove train.sampler"):
+        sampled_forward(torch.nn.Sequential(torch.nn.Linear(6, 3)), graph, blocks, x[input_nodes])
 
 
 # ---- the recipe's train.sampler section ------------------------------------------------------

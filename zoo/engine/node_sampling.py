@@ -83,6 +83,9 @@ def sampled_forward(model: nn.Module, graph, blocks: list, features: torch.Tenso
     >>> logits = sampled_forward(model, g, blocks, g.ndata["feat"][input_nodes])
     """
     layers = graph_layers(model)
+    if not layers:
+        raise ValueError(f"{type(model).__name__} has no graph layers (submodules whose forward takes the graph "
+                         "first), so it cannot run on sampled blocks: train it full batch (remove train.sampler)")
     if len(layers) != len(blocks):
         raise ValueError(f"{type(model).__name__} has {len(layers)} graph layers but the sampler gives "
                          f"{len(blocks)} blocks: give one fanout per layer (train.sampler.fanouts)")
