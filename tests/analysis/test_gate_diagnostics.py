@@ -1,18 +1,38 @@
-"""SigGate-GT diagnostics against hand-computed cases and a hand-set gate."""
+"""SigGate-GT diagnostics against hand-computed cases, a hand-set gate and a dense float64
+re-computation of every layer's attention, gate, stable rank and MAD from its recorded input."""
+import dgl
+import numpy as np
 import pytest
 import torch
+from sklearn.metrics import pairwise_distances
 
 from tools.benchmarks.models import random_molecules
-from zoo.analysis.gate_diagnostics import gate_diagnostics, mean_average_distance, stable_rank
+from zoo.analysis.gate_diagnostics import gate_diagnostics, graph_stable_ranks, stable_rank
 from zoo.models import create_model
 
 
-def test_stable_rank_and_mad_by_hand():
+def _molecules():
+    """Graphs of 9, 9, 14 and 14 nodes, so the dense blocks are padded."""
+    return dgl.batch([random_molecules(2, atoms=9, bonds=10, seed=1), random_molecules(2, atoms=14, bonds=16, seed=2)])
+
+
+def test_stable_rank_by_hand():
     assert stable_rank(torch.diag(torch.tensor([2.0, 1.0]))) == pytest.approx((4 + 1) / 4)
     assert stable_rank(torch.zeros(3, 2)) == 0.0
-    # graph 1: orthogonal pair (distance 1); graph 2: identical pair (distance 0); singletons skipped
-    h = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 2.0], [5.0, 1.0]])
-    assert mean_average_distance(h, torch.tensor([2, 2, 1])) == pytest.approx(0.5)
+
+
+def test_graph_stable_ranks_match_numpy_svd_per_graph():
+    gen = torch.Generator().manual_seed(0)
+    heads = torch.randn(3, 2, 8, 4, generator=gen)  # rows past each graph's size are padding noise
+    sizes = [5, 2, 7]
+    mask = torch.arange(7)[None, :] < torch.tensor(sizes)[:, None]
+    heads[2, 1] = 0.0  # a dead head: no stable rank
+    got = graph_stable_ranks(heads, mask)
+    for b, size in enumerate(sizes):
+        for h in range(2):
+            s = np.linalg.svd(heads[b, h, :size].double().numpy(), compute_uv=False)
+            want = (s**2).sum() / s[0] ** 2 if s[0] > 0 else np.nan
+            assert got[b, h].item() == pytest.approx(want, rel=1e-10, nan_ok=True)
 
 
 def test_gate_statistics_follow_a_hand_set_gate():
@@ -20,17 +40,17 @@ def test_gate_statistics_follow_a_hand_set_gate():
     model = create_model("siggate_gt", dim=16, heads=2, layers=2, local="gine", pe="rwse", rwse_k=20, dim_pe=4)
     for layer in model.gps_layers():  # W_g = 0, b = 3 -> every gate is sigmoid(3) = 0.9526
         torch.nn.init.constant_(layer.attn.gate_proj.bias, 3.0)
-    batch = random_molecules(4)
+    batch = _molecules()
     report = gate_diagnostics(model, [(batch, None)])
     assert len(report) == 2
     for row in report:
         assert row["gate_mean"] == pytest.approx(float(torch.sigmoid(torch.tensor(3.0))), rel=1e-6)
-        assert row["gate_sd"] == pytest.approx(0.0, abs=1e-9)
+        assert row["gate_sd"] == pytest.approx(0.0, abs=1e-6)
         assert row["gate_above_0.9"] == 1.0 and row["gate_below_0.1"] == 0.0
+        assert row["gate_count"] == batch.num_nodes() * 16 and row["graphs"] == 4
         # a constant gate c scales every head's output by c: the stable rank does not change
         assert row["stable_rank"] == pytest.approx(row["stable_rank_ungated"], rel=1e-6)
-        sizes = batch.batch_num_nodes()
-        assert 0 < row["attention_entropy"] <= float(torch.log(sizes.double()).max())
+        assert 0 < row["attention_entropy"] <= np.log(14)
     assert all(layer.attn.record is False for layer in model.gps_layers())
 
 
@@ -38,3 +58,82 @@ def test_ungated_model_has_no_gate_statistics():
     model = create_model("gps", dim=16, heads=2, layers=1, local="none", pe="rwse", rwse_k=20, dim_pe=4)
     (row,) = gate_diagnostics(model, [(random_molecules(2), None)])
     assert "gate_mean" not in row and row["stable_rank"] == pytest.approx(row["stable_rank_ungated"])
+
+
+def _dense_reference(layer, g, h: torch.Tensor) -> dict:
+    """The layer's attention statistics recomputed graph by graph in float64 from its input ``h``:
+    softmax(Q K^T / sqrt(d_k)) V per head, the sigmoid output gate, entropies, stable ranks (SVD)."""
+    attn = layer.attn
+    heads, d_k = attn.heads, attn.head_dim
+    w_in, b_in = attn.in_proj.weight.detach().double(), attn.in_proj.bias.detach().double()
+    w_g, b_g = attn.gate_proj.weight.detach().double(), attn.gate_proj.bias.detach().double()
+    entropy, gates, ranks, ranks_ungated = [[] for _ in range(heads)], [], [], []
+    start = 0
+    for size in g.batch_num_nodes().tolist():
+        x = h[start:start + size].double()
+        start += size
+        q, k, v = (x @ w_in.T + b_in).split(attn.dim, dim=1)
+        gate = torch.sigmoid(x @ w_g.T + b_g)
+        gates.append(gate.numpy())
+        for head in range(heads):
+            cols = slice(head * d_k, (head + 1) * d_k)
+            a = torch.softmax(q[:, cols] @ k[:, cols].T / np.sqrt(d_k), dim=1)
+            entropy[head].append(-(a * a.log()).sum(1).numpy())
+            y = (a @ v[:, cols]).numpy()
+            for bucket, matrix in ((ranks_ungated, y), (ranks, y * gate[:, cols].numpy())):
+                s = np.linalg.svd(matrix, compute_uv=False)
+                bucket.append((s**2).sum() / s[0] ** 2)
+    return {"entropy": np.array([np.concatenate(rows) for rows in entropy]), "gate": np.concatenate(gates), "stable_rank": np.mean(ranks),
+            "stable_rank_ungated": np.mean(ranks_ungated)}
+
+
+def _mad(h: np.ndarray, sizes) -> float:
+    """Chen et al.'s MAD per graph with scikit-learn's cosine distances (no equal rows here)."""
+    means, start = [], 0
+    for size in sizes:
+        d = pairwise_distances(h[start:start + size], metric="cosine")
+        start += size
+        means += list(d.sum(1) / (size - 1))
+    return float(np.mean(means))
+
+
+def test_diagnostics_match_a_dense_float64_reference():
+    torch.manual_seed(1)
+    model = create_model("siggate_gt", dim=16, heads=2, layers=2, local="gine", pe="rwse", rwse_k=20, dim_pe=4,
+                         attn_dropout=0.0)
+    for layer in model.gps_layers():  # an input-dependent gate spread over (0, 1)
+        torch.nn.init.normal_(layer.attn.gate_proj.weight, std=0.5)
+    batch = _molecules()
+    inputs, outputs = [], []
+    hooks = [handle for layer in model.gps_layers() for handle in (
+        layer.register_forward_pre_hook(lambda m, args: inputs.append(args[1].detach())),
+        layer.register_forward_hook(lambda m, args, out: outputs.append(out[0].detach())))]
+    model.eval()
+    with torch.no_grad():
+        model(batch)
+    for handle in hooks:
+        handle.remove()
+    sizes = batch.batch_num_nodes().tolist()
+    # two batches of two graphs each: the sums must pool over batches as over one
+    halves = [dgl.batch(dgl.unbatch(batch)[:2]), dgl.batch(dgl.unbatch(batch)[2:])]
+    report = gate_diagnostics(model, [(part, None) for part in halves])
+    for layer, row, h_in, h_out in zip(model.gps_layers(), report, inputs, outputs):
+        want = _dense_reference(layer, batch, h_in)
+        # float32 model against float64 reference: weights and entropies agree to ~1e-6
+        assert row["attention_entropy"] == pytest.approx(want["entropy"].mean(), abs=1e-5)
+        assert row["attention_entropy_per_head"] == pytest.approx(list(want["entropy"].mean(1)), abs=1e-5)
+        gate = want["gate"]
+        assert row["gate_mean"] == pytest.approx(gate.mean(), abs=1e-6)
+        assert row["gate_sd"] == pytest.approx(gate.std(), abs=1e-6)
+        assert row["gate_count"] == gate.size
+        for key, threshold, side in (("gate_below_0.1", 0.1, np.less), ("gate_above_0.9", 0.9, np.greater)):
+            borderline = np.mean(np.abs(gate - threshold) < 1e-5)  # float32 may round these either way
+            assert abs(row[key] - np.mean(side(gate, threshold))) <= borderline
+        assert 0 < gate.min() and gate.max() < 1 and row["gate_sd"] > 0.05
+        per_head = gate.reshape(-1, 2, 8).mean((0, 2))
+        assert row["gate_mean_per_head"] == pytest.approx(list(per_head), abs=1e-6)
+        assert row["stable_rank"] == pytest.approx(want["stable_rank"], rel=1e-4)
+        assert row["stable_rank_ungated"] == pytest.approx(want["stable_rank_ungated"], rel=1e-4)
+        assert row["mad_in"] == pytest.approx(_mad(h_in.double().numpy(), sizes), rel=1e-5)
+        assert row["mad"] == pytest.approx(_mad(h_out.double().numpy(), sizes), rel=1e-5)
+    assert report[1]["mad_in"] == pytest.approx(report[0]["mad"], rel=1e-9)  # layer 2 reads layer 1's output

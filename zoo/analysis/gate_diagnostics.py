@@ -1,17 +1,26 @@
-"""SigGate-GT mechanism diagnostics per layer: gate statistics, attention entropy, mean average
-distance (MAD) of node representations and stable rank of per-head outputs with and without
-the gate.
+"""SigGate-GT mechanism diagnostics per layer of a trained GPS model, over every graph of a loader
+(the trainer passes the test set, as the paper's Tables 13 and 15 average over it):
 
-* gate: mean, sd, share below 0.1 and above 0.9, overall and per head (over nodes and gate units);
-* attention entropy: mean over (query node, head) of -sum_j a_ij log a_ij over its graph's nodes;
-* MAD (Chen et al., AAAI 2020): mean cosine distance 1 - cos(h_i, h_j) over pairs i != j of
-  nodes of the same graph, averaged over graphs, of the layer's output;
-* stable rank ||X||_F^2 / ||X||_2^2 of each head's output matrix X [nodes, d_k], averaged over
-  heads, before (``stable_rank_ungated``) and after (``stable_rank``) the output gate.
+* gate (Table 15): mean, sd (population), share below 0.1 and above 0.9 over every (node, head,
+  gate unit) value, per head as well, with the count so that layers pool exactly;
+* attention entropy (Table 13): ``-sum_j a_ij log a_ij`` of each query node's row over its graph's
+  nodes (nats), averaged over query nodes, overall and per head;
+* MAD (Table 12; :mod:`zoo.analysis.oversmoothing`, Chen et al. 2020) of the layer's input
+  (``mad_in``) and output (``mad``) node representations; the last layer's output is what the
+  readout pools;
+* stable rank (Section 5.1, Eq. 5; the definition of Tables 1-2) ``||Y||_F^2 / ||Y||_2^2`` of each
+  head's output ``Y`` [n, d_k] on each graph, averaged over (graph, head) pairs, before
+  (``stable_rank_ungated``) and after (``stable_rank``) the output gate. For the gates before the
+  softmax or on the values (G2, G3) and for ungated models the two are the same matrix.
 """
 from __future__ import annotations
 
 import torch
+
+from zoo.analysis.oversmoothing import MeanAverageDistance
+
+NEAR_ZERO, NEAR_ONE = 0.1, 0.9
+"""The paper's Table 15 thresholds of a near-zero and a near-one gate."""
 
 
 def stable_rank(x: torch.Tensor) -> float:
@@ -24,42 +33,89 @@ def stable_rank(x: torch.Tensor) -> float:
     return float(x.double().pow(2).sum() / top**2) if top > 0 else 0.0
 
 
-def mean_average_distance(h: torch.Tensor, sizes: torch.Tensor) -> float:
-    """MAD of node representations ``h`` [N, D] of a batch with ``sizes`` nodes per graph."""
-    values = []
-    for part in torch.split(h.double(), sizes.tolist()):
-        if len(part) < 2:
-            continue
-        unit = torch.nn.functional.normalize(part, dim=1)
-        distance = 1 - unit @ unit.T
-        values.append(float(distance.sum() / (len(part) * (len(part) - 1))))  # diagonal is 0
-    return sum(values) / len(values) if values else 0.0
+def graph_stable_ranks(heads: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Stable rank of every graph's and head's output: ``heads`` [B, H, L', d_k] (a padded block at
+    least ``L`` rows long), ``mask`` [B, L] True at real nodes -> [B, H] in float64, NaN where the
+    matrix is zero (a dead gate: no rank to speak of).
+
+    >>> y = torch.zeros(1, 1, 3, 2); y[0, 0, 0, 0] = 2.0; y[0, 0, 1, 1] = 1.0
+    >>> graph_stable_ranks(y, torch.tensor([[True, True, False]])).tolist()
+    [[1.25]]
+    """
+    rows = mask.shape[1]
+    x = heads[:, :, :rows].double() * mask[:, None, :, None]
+    top = torch.linalg.matrix_norm(x, ord=2)
+    return torch.where(top > 0, x.pow(2).sum((-2, -1)) / top.clamp_min(1e-300) ** 2, torch.full_like(top, torch.nan))
 
 
-def _gate_stats(gate: torch.Tensor) -> dict:
-    """``gate`` [N, H, G] -> overall and per-head summary."""
-    flat = gate.double()
-    stats = {"gate_mean": float(flat.mean()), "gate_sd": float(flat.std()) if flat.numel() > 1 else 0.0,
-             "gate_below_0.1": float((flat < 0.1).double().mean()), "gate_above_0.9": float((flat > 0.9).double().mean())}
-    per_head = flat.transpose(0, 1).reshape(flat.shape[1], -1)
-    stats["gate_mean_per_head"] = per_head.mean(1).tolist()
-    stats["gate_below_0.1_per_head"] = (per_head < 0.1).double().mean(1).tolist()
-    stats["gate_above_0.9_per_head"] = (per_head > 0.9).double().mean(1).tolist()
-    return stats
+class _LayerRecord:
+    """Running sums of one layer's diagnostics over batches."""
+
+    def __init__(self, heads: int):
+        zeros = lambda: torch.zeros(heads, dtype=torch.float64)  # noqa: E731
+        self.entropy, self.queries = zeros(), 0
+        self.gate_sum, self.gate_squares, self.below, self.above, self.gate_count = zeros(), zeros(), zeros(), zeros(), 0
+        self.rank = {"stable_rank": [0.0, 0], "stable_rank_ungated": [0.0, 0]}
+        self.mad_in, self.mad_out = MeanAverageDistance(), MeanAverageDistance()
+
+    def add_attention(self, module) -> None:
+        mask = module.last_mask  # [B, L]
+        weights = module.last_attn.double()  # [B, H, L, L]
+        plogp = torch.where(weights > 0, weights * weights.clamp_min(1e-300).log(), torch.zeros_like(weights))
+        self.entropy += -plogp.sum(-1).transpose(1, 2)[mask].sum(0)  # real query rows, per head
+        self.queries += int(mask.sum())
+        for key, heads in (("stable_rank", module.last_heads), ("stable_rank_ungated", module.last_heads_ungated)):
+            ranks = graph_stable_ranks(heads, mask)
+            defined = ~torch.isnan(ranks)
+            self.rank[key][0] += float(ranks[defined].sum())
+            self.rank[key][1] += int(defined.sum())
+        if module.last_gate is not None:
+            gate = module.last_gate.double().transpose(0, 1).reshape(module.last_gate.shape[1], -1)  # [H, N * G]
+            self.gate_sum += gate.sum(1)
+            self.gate_squares += gate.pow(2).sum(1)
+            self.below += (gate < NEAR_ZERO).sum(1)
+            self.above += (gate > NEAR_ONE).sum(1)
+            self.gate_count += gate.shape[1]
+
+    def row(self, layer: int) -> dict:
+        row = {"layer": layer, "attention_entropy": float(self.entropy.sum() / (self.queries * len(self.entropy))),
+               "attention_entropy_per_head": (self.entropy / self.queries).tolist(),
+               "mad_in": self.mad_in.value(), "mad": self.mad_out.value()}
+        row.update({key: total / count if count else float("nan") for key, (total, count) in self.rank.items()})
+        if self.gate_count:
+            count = self.gate_count * len(self.gate_sum)
+            mean = float(self.gate_sum.sum() / count)
+            row.update({"gate_mean": mean, "gate_sd": max(float(self.gate_squares.sum() / count) - mean**2, 0.0) ** 0.5,
+                        "gate_below_0.1": float(self.below.sum() / count), "gate_above_0.9": float(self.above.sum() / count),
+                        "gate_count": count, "gate_mean_per_head": (self.gate_sum / self.gate_count).tolist(),
+                        "gate_below_0.1_per_head": (self.below / self.gate_count).tolist(),
+                        "gate_above_0.9_per_head": (self.above / self.gate_count).tolist()})
+        return row
 
 
-def gate_diagnostics(model, loader, max_batches: int = 8) -> list[dict]:
-    """Per-layer diagnostics of a GPS model (a :class:`zoo.models.HasGPSLayers`) on up to
-    ``max_batches`` batches ``(graphs, targets)`` of ``loader``, in eval mode."""
+def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict]:
+    """Per-layer diagnostics (see the module docstring) of a GPS model (a
+    :class:`zoo.models.HasGPSLayers`) over the batches ``(graphs, targets)`` of ``loader`` (the first
+    ``max_batches`` only, if given), in eval mode; each row also says how many ``graphs`` it covers.
+
+    >>> rows = gate_diagnostics(model, loaders["test"])  # doctest: +SKIP
+    >>> rows[0]["gate_mean"], rows[-1]["mad"]  # doctest: +SKIP
+    """
     layers = model.gps_layers()
-    attention = [layer.attn for layer in layers]
-    outputs: list[list[torch.Tensor]] = [[] for _ in attention]
-    hooks = [layer.register_forward_hook(lambda mod, args, out, i=i: outputs[i].append(out[0].detach()))
-             for i, layer in enumerate(layers)]
-    collected = [{"gate": [], "entropy": [], "heads": [], "ungated": []} for _ in attention]
-    sizes = []
-    for module in attention:
-        module.record = True
+    records = [_LayerRecord(layer.attn.heads) for layer in layers]
+
+    def before(i):
+        return lambda module, args: records[i].mad_in.add(args[1], args[0].batch_num_nodes())
+
+    def after(i):
+        return lambda module, args, out: records[i].mad_out.add(out[0], args[0].batch_num_nodes())
+
+    hooks = [hook for i, layer in enumerate(layers)
+             for hook in (layer.register_forward_pre_hook(before(i)), layer.register_forward_hook(after(i)))]
+    for layer in layers:
+        layer.attn.record = True
+    graphs_seen = 0
+    was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
@@ -67,32 +123,15 @@ def gate_diagnostics(model, loader, max_batches: int = 8) -> list[dict]:
                 if index == max_batches:
                     break
                 model(graphs)
-                sizes.append(graphs.batch_num_nodes())
-                for module, bucket in zip(attention, collected):
-                    mask = module.last_mask
-                    weights = module.last_attn.double()
-                    plogp = torch.where(weights > 0, weights * weights.clamp_min(1e-300).log(), torch.zeros_like(weights))
-                    bucket["entropy"].append(-plogp.sum(-1).transpose(1, 2)[mask])  # [nodes, H]
-                    bucket["heads"].append(module.last_heads.transpose(1, 2)[mask])  # [nodes, H, d_k]
-                    bucket["ungated"].append(module.last_heads_ungated.transpose(1, 2)[mask])
-                    if module.last_gate is not None:
-                        bucket["gate"].append(module.last_gate)
+                graphs_seen += graphs.batch_size
+                for layer, record in zip(layers, records):
+                    record.add_attention(layer.attn)
     finally:
         for hook in hooks:
             hook.remove()
-        for module in attention:
-            module.record = False
-            module.last_attn = module.last_mask = module.last_gate = None
-            module.last_heads = module.last_heads_ungated = None
-    sizes = torch.cat(sizes)
-    report = []
-    for layer, bucket in enumerate(collected):
-        heads, ungated = torch.cat(bucket["heads"]), torch.cat(bucket["ungated"])
-        row = {"layer": layer, "attention_entropy": float(torch.cat(bucket["entropy"]).mean()),
-               "mad": mean_average_distance(torch.cat(outputs[layer]), sizes),
-               "stable_rank": sum(stable_rank(heads[:, h]) for h in range(heads.shape[1])) / heads.shape[1],
-               "stable_rank_ungated": sum(stable_rank(ungated[:, h]) for h in range(ungated.shape[1])) / ungated.shape[1]}
-        if bucket["gate"]:
-            row.update(_gate_stats(torch.cat(bucket["gate"])))
-        report.append(row)
-    return report
+        for layer in layers:
+            attn = layer.attn
+            attn.record = False
+            attn.last_attn = attn.last_mask = attn.last_gate = attn.last_heads = attn.last_heads_ungated = None
+        model.train(was_training)
+    return [{**record.row(i), "graphs": graphs_seen} for i, record in enumerate(records)]

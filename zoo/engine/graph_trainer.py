@@ -163,7 +163,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         return {}
     save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
                     run_dir / "best.pt")
-    diagnostics = _gate_diagnostics(model.cpu(), loaders["val"], run_dir)
+    diagnostics = _gate_diagnostics(model.cpu(), loaders, "test", run_dir)
     metrics = {
         "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric,
         "split_source": data.split_source, "split_sizes": data.sizes,
@@ -177,11 +177,13 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     return metrics
 
 
-def _gate_diagnostics(model, loader, run_dir: Path) -> list[dict] | None:
-    """GPS / SigGate-GT diagnostics of the selected model on validation batches, also to TensorBoard."""
+def _gate_diagnostics(model, loaders: dict, split: str, run_dir: Path) -> list[dict] | None:
+    """GPS / SigGate-GT mechanism diagnostics (gate statistics, attention entropy, MAD, stable rank
+    per layer: :func:`zoo.analysis.gate_diagnostics.gate_diagnostics`) of the selected model on every
+    graph of ``loaders[split]`` (each row names the split), also to TensorBoard."""
     if not isinstance(model, HasGPSLayers):
         return None
-    report = gate_diagnostics(model, loader)
+    report = [{**row, "split": split} for row in gate_diagnostics(model, loaders[split])]
     with SummaryWriter(str(run_dir / "tensorboard")) as writer:
         for row in report:
             for key, value in row.items():
