@@ -219,8 +219,9 @@ def _on_blocks(graph, pairs: list, model_name: str):
     def substitute(position, block):
         def hook(module, args, kwargs):
             if len(calls) != position:
-                raise RuntimeError(f"{model_name} called its graph layers out of registration order; mini-batch "
-                                   "training gives layer i block i and needs them called in that order")
+                raise RuntimeError(f"{model_name} calls a graph layer twice or its graph layers out of registration "
+                                   "order; mini-batches give layer i block i, so each layer must run once, in order: "
+                                   "train this model full batch (remove train.sampler)")
             calls.append(position)
             if isinstance(module, GraphConv):
                 kwargs = {**kwargs, "edge_weight": _full_graph_gcn_weights(module, graph, block).to(args[1].dtype)}
