@@ -194,6 +194,7 @@ def test_no_sampler_keeps_the_config_hash_and_a_sampler_changes_it():
     ({"sampler": {"batch_size": 64}}, "a mapping with fanouts"),
     ({"sampler": {"fanouts": [10, 10, 10]}}, "has 3 entries but the model has 2 graph layers"),
     ({"sampler": {"fanouts": [10, 10], "batchsize": 64}}, "did you mean 'batch_size'"),
+    ({"sampler": {"fanout": [10, 10]}}, "did you mean 'fanouts'"),
     ({"sampler": {"fanouts": [10, 10], "batch_size": 0}}, "train.sampler.batch_size is 0"),
     ({"samplr": {"fanouts": [10, 10]}}, "did you mean 'sampler'"),
     ([10, 10], "'train' must be a mapping"),

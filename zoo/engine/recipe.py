@@ -292,10 +292,11 @@ def _train_config(train: Any, task: str, model: dict) -> TrainConfig:
     sampler = train.get("sampler")
     if sampler is None:
         return TrainConfig()
+    if isinstance(sampler, dict):
+        _check_keys(sampler, list(SAMPLER_ARGUMENTS), "train.sampler")
     if not isinstance(sampler, dict) or "fanouts" not in sampler:
         raise RecipeError("train.sampler must be a mapping with fanouts, e.g. {fanouts: [10, 10], batch_size: 1024}, "
                           f"got {sampler!r}")
-    _check_keys(sampler, list(SAMPLER_ARGUMENTS), "train.sampler")
     if task != "node_classification":
         raise RecipeError(f"train.sampler samples node neighbourhoods, for node_classification; a {task} recipe "
                           "trains on mini-batches of graphs (optim.batch_size): remove train.sampler")
