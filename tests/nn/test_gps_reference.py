@@ -125,7 +125,7 @@ def _signnet_phi_reference(self, g, x, present):
             normed[present] = torch.relu(self.norms[i - 1](x[present]))
             x = normed
         x = conv(g, x)
-    return x
+    return x, None  # phi's whole output; no Linear left for forward to apply after the sum
 
 
 @pytest.mark.parametrize("missing", [True, False])

@@ -13,6 +13,7 @@ it contributes nothing to the embedding.
 """
 from __future__ import annotations
 
+import dgl
 import torch
 from dgl import ops as dgl_ops
 from dgl.nn import GINConv
@@ -47,21 +48,35 @@ def _fusable(conv: GINConv) -> bool:
             and not isinstance(conv.eps, nn.Parameter) and not bool(conv.eps.ne(0).any()))
 
 
-def _gin(conv: GINConv, g, x: torch.Tensor, fused: bool) -> torch.Tensor:
-    """``conv(g, x)`` for a sum-aggregating ``GINConv``: ``apply_func(x + sum_in x_src)`` with DGL's
-    fused kernel called directly when ``fused`` (= :func:`_fusable`): with a fixed ``eps = 0``
-    (SignNet's) the ``(1 + eps) *`` product is skipped, multiplying by exactly 1 changes nothing;
-    an ``apply_func`` of one input channel, ``Linear(1, H) -> ReLU -> Linear``, runs as
-    :func:`scalar_relu_mlp`. Otherwise it goes through DGL.
+def _with_self_loops(g):
+    """``g`` plus one self-loop per node, so that ``copy_u_sum`` over it is ``x + sum_in x_src`` in
+    one kernel (a self-loop ``g`` already has counts twice, as in ``x + sum_in x_src``)."""
+    src, dst = g.edges()
+    nodes = torch.arange(g.num_nodes(), dtype=src.dtype, device=src.device)
+    return dgl.graph((torch.cat([src, nodes]), torch.cat([dst, nodes])), num_nodes=g.num_nodes())
+
+
+def _gin(conv: GINConv, g, x: torch.Tensor, loops, drop_last: bool = False):
+    """``conv(g, x)`` for a sum-aggregating ``GINConv``: ``apply_func(x + sum_in x_src)``.
+
+    With ``loops`` (:func:`_with_self_loops` of ``g``; given only for a conv :func:`_fusable`
+    decides on) the sum is one DGL kernel over ``loops``: with a fixed ``eps = 0`` (SignNet's) the
+    ``(1 + eps) *`` product is skipped, multiplying by exactly 1 changes nothing. An
+    ``apply_func`` of one input channel, ``Linear(1, H) -> ReLU -> Linear``, then runs as
+    :func:`scalar_relu_mlp`, and ``drop_last`` stops before the last module of an
+    ``nn.Sequential`` ``apply_func`` (the caller applies it). Without ``loops`` it goes through DGL.
     """
-    if not fused:
+    if loops is None:
         return conv(g, x)
-    out = x + dgl_ops.copy_u_sum(g, x)
-    if conv.apply_func is None:
+    out = dgl_ops.copy_u_sum(loops, x)
+    mlp = conv.apply_func
+    if mlp is None:
         return out
-    if x.shape[-1] == 1 and _is_scalar_relu_mlp(conv.apply_func):
-        return scalar_relu_mlp(conv.apply_func, out)
-    return conv.apply_func(out)
+    if drop_last:
+        return mlp[:-1](out)
+    if x.shape[-1] == 1 and _is_scalar_relu_mlp(mlp):
+        return scalar_relu_mlp(mlp, out)
+    return mlp(out)
 
 
 def _is_scalar_relu_mlp(mlp) -> bool:
@@ -183,14 +198,21 @@ class SignNetLapPE(nn.Module):
         loads (it could set a GINConv's ``eps`` buffer)."""
         self._fused = [_fusable(conv) for conv in self.convs]
 
-    def _phi(self, g, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
-        """``[N, m, 1]`` signals, ``present`` ``[N, m]`` -> ``[N, m, phi_out]``.
+    def _phi(self, g, x: torch.Tensor, present: torch.Tensor) -> tuple[torch.Tensor, nn.Linear | None]:
+        """``[N, m, 1]`` signals, ``present`` ``[N, m]`` -> ``([N, m, C], last)``: ``phi``'s output
+        (``C = phi_out``, ``last`` None), or, when the last GIN runs fused, its MLP's input to the
+        final ``Linear`` (``last``), which is linear, so :meth:`forward` applies it after the sum
+        over eigenvectors (on ``[N, C]`` rows instead of ``[N * m, C]``).
 
         Between layers, BatchNorm sees present entries only and missing ones are reset to 0.
         The present entries are found once (``rows``, in the row-major order of ``x[present]``),
         not at every layer; with none missing the BatchNorm runs on all rows without gathering.
         """
         rows = None if bool(present.all()) else present.reshape(-1).nonzero().squeeze(1)
+        loops = None if g.is_block or not any(self._fused) else _with_self_loops(g)
+        last = self.convs[-1].apply_func
+        tail = last[-1] if loops is not None and self._fused[-1] and isinstance(last, nn.Sequential) \
+            and isinstance(last[-1], nn.Linear) else None
         for i, conv in enumerate(self.convs):
             if i:
                 flat = x.reshape(-1, x.shape[-1])
@@ -199,16 +221,20 @@ class SignNetLapPE(nn.Module):
                 else:
                     normed = torch.relu(self.norms[i - 1](flat.index_select(0, rows)))
                     x = flat.new_zeros(flat.shape).index_copy(0, rows, normed).view(x.shape)
-            x = _gin(conv, g, x, self._fused[i])  # = conv(g, x)
-        return x
+            fused = loops if self._fused[i] else None
+            x = _gin(conv, g, x, fused, drop_last=tail is not None and i == len(self.convs) - 1)  # = conv(g, x)
+        return x, tail
 
     def forward(self, g, eigvec: torch.Tensor) -> torch.Tensor:
         _check_eig(eigvec)
-        k = eigvec.shape[1]
         missing = eigvec.isnan()
         v = eigvec.masked_fill(missing, 0.0).unsqueeze(-1)
-        both = self._phi(g, torch.cat([v, -v], dim=1), ~torch.cat([missing, missing], dim=1))  # [N, 2k, phi_out]
-        return self.rho((both[:, :k] + both[:, k:]).masked_fill(missing.unsqueeze(-1), 0.0).sum(1))
+        present = ~torch.cat([missing, missing], dim=1)  # [N, 2k]: v_j and -v_j
+        out, last = self._phi(g, torch.cat([v, -v], dim=1), present)
+        summed = out.masked_fill(~present.unsqueeze(-1), 0.0).sum(1)  # sum_j phi(v_j) + phi(-v_j)
+        if last is not None:  # sum_j (W h_j + b) = W sum_j h_j + (number of terms) b
+            summed = torch.addmm(present.sum(1, keepdim=True).to(summed.dtype) * last.bias, summed, last.weight.t())
+        return self.rho(summed)
 
 
 class RWSEEncoder(nn.Module):
