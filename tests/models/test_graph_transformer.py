@@ -215,3 +215,50 @@ def test_ffn_activation_reaches_every_layer_and_relu_stays_the_default():
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     with pytest.raises(ValueError, match="ffn_activation must be one of"):
         GPS(ffn_activation="swish", **SMALL)
+
+
+SPARSE = [dict(normaliser="qsoftmax", q_mode="head"), dict(normaliser="qsoftmax", q_mode="layer", local="ltga"),
+          dict(normaliser="entmax", alpha_mode="head", alpha=1.3), dict(normaliser="entmax", alpha=1.5, gate="none"),
+          dict(normaliser="sparsemax"), dict(normaliser="softmax", local="ltga", gate="none")]
+
+
+@pytest.mark.parametrize("pool", ["mean", "sum"])
+@pytest.mark.parametrize("options", SPARSE, ids=lambda o: "-".join(map(str, o.values())))
+def test_permuting_graphs_permutes_outputs_for_every_normaliser(molecules, pool, options):
+    torch.manual_seed(0)
+    model = create_model("sparsegate_gt", pool=pool, **{**SMALL, **options}).double().eval()
+    gen = torch.Generator().manual_seed(2)
+    with torch.no_grad():  # learned indices away from q = 1 / their initial alpha
+        for p in model.index_parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype))
+    out = model(dgl.batch(molecules))
+    order = [2, 0, 1]
+    torch.testing.assert_close(model(dgl.batch([molecules[i] for i in order])), out[order], atol=1e-10, rtol=0)
+    torch.testing.assert_close(model(dgl.batch(molecules[:1])), out[:1], atol=1e-10, rtol=0)
+
+
+def test_sparsegate_gt_declares_its_indices_and_its_softmax_is_siggate_gt(molecules):
+    from zoo.models import HasIndexParameters
+
+    args, siggate = model_arguments("sparsegate_gt"), model_arguments("siggate_gt")
+    assert set(args) == set(siggate) | {"normaliser", "q_mode", "q", "delta", "alpha", "alpha_mode", "local_q_mode"}
+    assert args["normaliser"].default == "qsoftmax" and args["gate"].default == "output"
+    model = create_model("sparsegate_gt", local="ltga", **SMALL)
+    assert isinstance(model, HasIndexParameters) and not isinstance(create_model("siggate_gt", **SMALL), HasIndexParameters)
+    # per layer: the global attention's per-head a, then the LTGA branch's
+    assert [tuple(p.shape) for p in model.index_parameters()] == [(4,)] * 4
+    model(dgl.batch(molecules))
+    assert all(torch.equal(q, torch.ones(4)) for q in model.q_values()) and len(model.q_values()) == 4
+    # normaliser="softmax" with the output gate is SigGate-GT, bit for bit
+    torch.manual_seed(0)
+    reference = create_model("siggate_gt", **SMALL).eval()
+    softmax = create_model("sparsegate_gt", normaliser="softmax", **SMALL).eval()
+    softmax.load_state_dict(reference.state_dict())
+    g = dgl.batch(molecules)
+    assert torch.equal(softmax(g), reference(g)) and not softmax.index_parameters()
+    with pytest.raises(ValueError, match="build the model 'sparsegate_gt'"):
+        create_model("gps", local="ltga", **SMALL)
+    with pytest.raises(ValueError, match="normaliser must be one of"):
+        create_model("sparsegate_gt", normaliser="tsallis", **SMALL)
+    with pytest.raises(ValueError, match=r"^delta is 2.5; it must be in \(0, 2\]$"):
+        create_model("sparsegate_gt", delta=2.5, **SMALL)

@@ -169,3 +169,65 @@ def test_ffn_activation_gelu_is_the_papers_and_relu_stays_the_default():
     torch.testing.assert_close(ffn(x), exact_gelu @ lin2.weight.T + lin2.bias, atol=1e-12, rtol=0)
     with pytest.raises(ValueError, match="ffn_activation must be one of"):
         GPSLayer(DIM, HEADS, ffn_activation="swish")
+
+
+NORMALISERS = [dict(normaliser="qsoftmax", q_mode="head"), dict(normaliser="qsoftmax", q_mode="layer"),
+               dict(normaliser="entmax", alpha=1.5), dict(normaliser="entmax", alpha_mode="head", alpha=1.3),
+               dict(normaliser="sparsemax")]
+
+
+def moved_indices(layer, seed=4):
+    """Learned q / alpha away from their initial values (q = 1 would hide a wrong normaliser)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in layer.index_parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype))
+    return layer
+
+
+@pytest.mark.parametrize("local", ["gatedgcn", "ltga", "none"])
+@pytest.mark.parametrize("options", NORMALISERS, ids=lambda o: "-".join(map(str, o.values())))
+def test_padding_and_order_do_not_change_a_graph_for_every_normaliser(options, local):
+    layer = moved_indices(trained_stats(GPSLayer(DIM, HEADS, local=local, gate="output", **options).double()).eval())
+    small, big = random_graph(3, 5, 1), random_graph(10, 25, 2)
+    g, h, e = inputs([small, big])
+    h_pair, e_pair = layer(g, h, e)
+    h_rev, e_rev = layer(dgl.batch([big, small]), torch.cat([h[3:], h[:3]]), torch.cat([e[5:], e[:5]]))
+    h_alone, _ = layer(dgl.batch([small]), h[:3], e[:5])
+    torch.testing.assert_close(h_pair[:3], h_alone, atol=1e-10, rtol=0)
+    torch.testing.assert_close(h_rev, torch.cat([h_pair[3:], h_pair[:3]]), atol=1e-10, rtol=0)
+    if e is not None and local != "none":
+        torch.testing.assert_close(e_rev, torch.cat([e_pair[5:], e_pair[:5]]), atol=1e-10, rtol=0)
+    # relabelling the nodes inside a graph permutes its rows
+    perm = torch.randperm(13, generator=torch.Generator().manual_seed(0))
+    inverse = torch.empty_like(perm)
+    inverse[perm] = torch.arange(13)
+    src, dst = g.edges()
+    shuffled = dgl.graph((inverse[src], inverse[dst]), num_nodes=13)  # node perm[i] of g is node i here
+    h_perm, _ = layer(shuffled, h[perm], e)
+    torch.testing.assert_close(h_perm, layer(dgl.graph((src, dst), num_nodes=13), h, e)[0][perm], atol=1e-10, rtol=0)
+
+
+def test_ltga_local_branch_is_ltgaconv_on_the_graph_with_self_loops():
+    """local="ltga": LTGAConv (heads of dim / heads, edge features in the score) on the graph with one
+    self-loop per node whose edge features are zero (DGL's add_self_loop with fill_data=0), heads
+    concatenated, in the GraphGPS parallel form; q per head learned as 1 + delta tanh(a)."""
+    g, h, e = inputs([random_graph(5, 12, 1), random_graph(3, 4, 2), dgl.graph(([], []), num_nodes=1)])
+    layer = GPSLayer(DIM, HEADS, local="ltga", gate="output", normaliser="qsoftmax", delta=1.5)
+    layer = moved_indices(trained_stats(layer.double()).eval())
+    conv = layer.local
+    assert (conv.num_heads, conv.out_feats, conv.fc_edge.in_features, conv.q_mode) == (HEADS, DIM // HEADS, DIM, "head")
+    with g.local_scope():
+        g.edata["feat"] = e
+        looped = dgl.add_self_loop(g, fill_data=0.0)
+        h_local = conv(looped, h, looped.edata["feat"]).flatten(1)
+    mixed = layer.norm_local(h + h_local) + layer.norm_attn(h + layer.attn(g, h))
+    h_out, e_out = layer(g, h, e)
+    torch.testing.assert_close(h_out, layer.norm_ffn(mixed + layer.ffn(mixed)), atol=1e-12, rtol=0)
+    assert e_out is e
+    (a,) = conv.index_parameters()
+    assert [p is a for p in layer.index_parameters()] == [False, True]  # the attention's q, then the branch's
+    torch.testing.assert_close(layer.q_values()[1], (1 + 1.5 * torch.tanh(a)).clamp_min(0.05))  # LTGAConv's Q_MIN
+    assert not GPSLayer(DIM, HEADS, local="gine").index_parameters()
+    with pytest.raises(ValueError, match="local_q_mode must be one of"):
+        GPSLayer(DIM, HEADS, local="ltga", local_q_mode="global")

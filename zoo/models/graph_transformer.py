@@ -1,5 +1,7 @@
-"""GPS and SigGate-GT: the GraphGPS graph-level model (``gps``) and the same model whose global
-attention carries a learned gate (``siggate_gt``).
+"""GPS and SigGate-GT: the GraphGPS graph-level model (``gps``), the same model whose global
+attention carries a learned gate (``siggate_gt``), and the model whose global attention can also
+prune (``sparsegate_gt``: a learned-q q-softmax or an entmax normaliser, issue 18), gated or not,
+optionally with LTGA message passing as its local branch.
 
 Pipeline (GraphGPS's ``GPSModel`` layout)::
 
@@ -29,11 +31,12 @@ import torch
 from dgl.nn import AvgPooling, SumPooling
 from torch import nn
 
-from zoo.models.capabilities import HasGPSLayers, HasHead, HasPositionalEncodings
-from zoo.models.constraints import AtLeast, Count, DropoutRate
+from zoo.models.capabilities import HasGPSLayers, HasHead, HasIndexParameters, HasPositionalEncodings
+from zoo.models.constraints import AtLeast, Count, DropoutRate, Interval
 from zoo.models.registry import register_model
 from zoo.nn.encoders import BondEncoder, LinearFeatureEncoder, NodeFeatureEncoder, TypeDictEncoder
-from zoo.nn.gated_attention import GATES
+from zoo.nn.gated_attention import GATES, NORMALISERS
+from zoo.nn.ltga_conv import MAX_DELTA
 from zoo.nn.gps_layer import GPSLayer
 from zoo.nn.positional_encoders import LapPEDeepSet, RWSEEncoder, SignNetLapPE
 
@@ -82,6 +85,9 @@ class GPS(HasPositionalEncodings, HasGPSLayers, HasHead, nn.Module):
                  ffn_dim: Annotated[int, AtLeast(0)] = 0, atom_features: Annotated[int, AtLeast(0)] = 0,
                  bond_features: Annotated[int, AtLeast(0)] = 0, ffn_activation: str = "relu"):
         super().__init__()
+        if local == "ltga" and not isinstance(self, HasIndexParameters):
+            raise ValueError("local='ltga' learns q, which needs its own optimiser and warm-up: build the model "
+                             "'sparsegate_gt' (gate='none' for no gate)")
         parts = _parse_pe(pe)
         if lap_encoder not in LAP_ENCODERS:
             raise ValueError(f"lap_encoder must be one of {LAP_ENCODERS}, got {lap_encoder!r}")
@@ -188,3 +194,46 @@ class SigGateGT(GPS):
 
     def _gate_options(self) -> dict:
         return self._gate
+
+
+@register_model("sparsegate_gt")
+class SparseGateGT(HasIndexParameters, GPS):
+    """A global attention that can prune and abstain (issue 18): :class:`GPS` whose global attention
+    normalises with ``normaliser`` (``qsoftmax``, ``entmax``, ``sparsemax`` or ``softmax``; see
+    :class:`zoo.nn.GatedMultiheadAttention`) and carries an optional SigGate-GT ``gate`` (``none``,
+    ``output``, ``value``, ``logit``). ``local="ltga"`` makes the local branch LTGA message passing
+    (:class:`zoo.nn.GPSLayer`), whose q follows ``local_q_mode``. Learned q (``q_mode`` ``layer`` or
+    ``head``, ``q = 1 + delta tanh(a)``) and learned entmax alpha (``alpha_mode``) are
+    :meth:`index_parameters`: the graph trainer gives them LTGA's own Adam, warm-up and Shannon
+    prior (``optim.q_lr``, ``q_warmup``, ``q_prior``). Every other keyword is a :class:`GPS` argument.
+
+    >>> model = create_model("sparsegate_gt", num_outputs=1, normaliser="qsoftmax", gate="output")  # doctest: +SKIP
+    """
+
+    def __init__(self, num_outputs: Count = 1, *, normaliser: str = "qsoftmax", q_mode: str = "head",
+                 q: Annotated[float, Interval(0, low_open=True)] = 1.0,
+                 delta: Annotated[float, Interval(0, MAX_DELTA, low_open=True)] = 1.0,
+                 alpha: Annotated[float, AtLeast(1)] = 1.5, alpha_mode: str = "fixed", local_q_mode: str = "head",
+                 gate: str = "output", gate_per_head: bool = True, gate_activation: str = "sigmoid",
+                 gate_bias_init: float = 0.5, **gps_arguments):
+        if normaliser not in NORMALISERS:
+            raise ValueError(f"normaliser must be one of {NORMALISERS}, got {normaliser!r}")
+        if gate not in GATES:
+            raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
+        # read by GPS.__init__ through _gate_options while it builds the layers
+        self._options = dict(gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
+                             gate_bias_init=gate_bias_init, normaliser=normaliser, q_mode=q_mode, q=q, delta=delta,
+                             alpha=alpha, alpha_mode=alpha_mode, local_q_mode=local_q_mode)
+        super().__init__(num_outputs, **gps_arguments)
+
+    def _gate_options(self) -> dict:
+        return self._options
+
+    def index_parameters(self) -> list[nn.Parameter]:
+        """The learned q (and alpha) of every layer, input first, for their own optimiser."""
+        return [p for block in self.blocks for p in block.index_parameters()]
+
+    def q_values(self) -> list[torch.Tensor]:
+        """The learned q of the last forward, layer by layer (the global attention's, then the LTGA
+        branch's), with their graph for the Shannon prior."""
+        return [q for block in self.blocks for q in block.q_values()]

@@ -21,7 +21,19 @@ Local branches:
   fewer kernels.
 * ``gine``: ``dgl.nn.GINEConv`` with MLP ``Linear -> ReLU -> Linear`` and fixed ``eps = 0``;
   edge features pass through unchanged.
+* ``ltga``: learned-q message passing, :class:`zoo.nn.LTGAConv` (GATv2 scores with the edge
+  features, ``W_e e_ij``, and a q-softmax normaliser over each node's in-edges), ``heads`` heads of
+  ``dim / heads`` concatenated with a per-head output bias, no activation, as GraphGPS's ``GAT``
+  local branch (PyG ``GATConv(dim, dim // heads, heads, edge_dim=dim)``). q follows
+  ``local_q_mode`` (``fixed``: the float ``q``; ``layer``, ``head`` or ``edge``: learned as
+  ``1 + delta tanh(a)``, ``a = 0`` at init). Every node gets a self-loop, as LTGA and PyG's
+  ``GATConv`` add them; a self-loop's edge features are zeros (PyG fills the mean of the node's
+  in-edges'). Edge features pass through unchanged.
 * ``none``: global attention only; ``e`` passes through (it may be ``None``).
+
+The global attention's normaliser (``normaliser``, ``q_mode``, ``q``, ``delta``, ``alpha``,
+``alpha_mode``) is :class:`zoo.nn.GatedMultiheadAttention`'s. :meth:`GPSLayer.index_parameters`
+lists the learned indices of both branches, :meth:`GPSLayer.q_values` their last q.
 
 ``norm="batch"`` is ``BatchNorm1d`` over nodes (GraphGPS default); ``norm="layer"`` is
 ``LayerNorm`` per node (GraphGPS's ``layer_norm`` flag uses PyG's GraphNorm instead). The
@@ -29,14 +41,17 @@ BatchNorm inside GatedGCN is kept for both, as in GraphGPS.
 """
 from __future__ import annotations
 
+import dgl
 import torch
 from dgl.nn import GatedGCNConv, GINEConv
 from torch import nn
 from torch.nn import functional as F
 
 from zoo.nn.gated_attention import GatedMultiheadAttention
+from zoo.nn.ltga_conv import LTGAConv
 
-LOCALS = ("gatedgcn", "gine", "none")
+LOCALS = ("gatedgcn", "gine", "ltga", "none")
+LTGA_Q_MODES = ("fixed", "layer", "head", "edge")
 NORMS = ("batch", "layer")
 FFN_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
 
@@ -106,6 +121,14 @@ class GPSLayer(nn.Module):
         ffn_ratio: int = 2,
         ffn_dim: int = 0,
         ffn_activation: str = "relu",
+        *,
+        normaliser: str = "softmax",
+        q_mode: str = "head",
+        q: float = 1.0,
+        delta: float = 1.0,
+        alpha: float = 1.5,
+        alpha_mode: str = "fixed",
+        local_q_mode: str = "head",
     ):
         super().__init__()
         if local not in LOCALS:
@@ -120,9 +143,12 @@ class GPSLayer(nn.Module):
             raise ValueError(f"ffn_dim must be 0 (use ffn_ratio * dim) or a positive width, got {ffn_dim!r}")
         hidden = ffn_dim or ffn_ratio * dim
         self.dim, self.local_type, self.ffn_activation = dim, local, ffn_activation
+        if local_q_mode not in LTGA_Q_MODES:
+            raise ValueError(f"local_q_mode must be one of {LTGA_Q_MODES}, got {local_q_mode!r}")
         self.attn = GatedMultiheadAttention(
             dim, heads, gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
-            gate_bias_init=gate_bias_init, attn_dropout=attn_dropout,
+            gate_bias_init=gate_bias_init, attn_dropout=attn_dropout, normaliser=normaliser, q_mode=q_mode, q=q,
+            delta=delta, alpha=alpha, alpha_mode=alpha_mode,
         )
 
         def make_norm() -> nn.Module:
@@ -133,6 +159,9 @@ class GPSLayer(nn.Module):
             self.local = GatedGCNConv(dim, dim, dim, dropout=0.0, batch_norm=True, residual=False, activation=F.relu)
         elif local == "gine":
             self.local = GINEConv(nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)))
+        elif local == "ltga":
+            self.local = LTGAConv(dim, dim // heads, heads, normaliser="qsoftmax", q_mode=local_q_mode, q=q,
+                                  delta=delta, edge_feats=dim, output_bias="per_head")
         self.norm_local = make_norm() if self.local is not None else None
         self.norm_attn = make_norm()
         self.ffn = nn.Sequential(
@@ -153,10 +182,37 @@ class GPSLayer(nn.Module):
             if self.local_type == "gatedgcn":
                 h_local, e_local = gated_gcn(self.local, g, h, e)  # = self.local(g, h, e), fewer kernels
                 e = e + self.dropout(e_local)
+            elif self.local_type == "ltga":
+                looped = with_self_loops(g)
+                h_local = self.local(looped, h, torch.cat([e, e.new_zeros(g.num_nodes(), self.dim)])).flatten(1)
             else:
                 h_local = self.local(g, h, e)
             out = out + self.norm_local(h + self.dropout(h_local))
         return self.norm_ffn(out + self.ffn(out)), e
 
+    def index_parameters(self) -> list[nn.Parameter]:
+        """The learned attention indices (global attention's q or alpha, then the LTGA branch's q)."""
+        local = self.local.index_parameters() if self.local_type == "ltga" else []
+        return self.attn.index_parameters() + local
+
+    def q_values(self) -> list[torch.Tensor]:
+        """The learned q of the last forward, with their graph: the global attention's, then the LTGA branch's."""
+        local = self.local.last_q if self.local_type == "ltga" else None
+        return [q for q in (self.attn.last_q, local) if torch.is_tensor(q)]
+
     def extra_repr(self) -> str:
         return f"local={self.local_type!r}, ffn_activation={self.ffn_activation!r}"
+
+
+def with_self_loops(g):
+    """``g``'s structure with one self-loop per node appended (edge ids ``E .. E + N - 1``), without
+    its features; kept on ``g`` so that every layer of a model reuses it."""
+    key = (g.num_nodes(), g.num_edges())
+    cached = getattr(g, "_zoo_self_loops", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    src, dst = g.edges()
+    loop = torch.arange(g.num_nodes(), device=src.device, dtype=src.dtype)
+    looped = dgl.graph((torch.cat([src, loop]), torch.cat([dst, loop])), num_nodes=g.num_nodes())
+    g._zoo_self_loops = (key, looped)
+    return looped
