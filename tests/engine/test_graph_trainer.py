@@ -62,3 +62,49 @@ def test_masked_loss_ignores_nan_targets():
 def test_cosine_schedule_warms_up_then_decays_to_zero():
     factor = _cosine_with_warmup(OptimConfig(epochs=10, warmup_epochs=2))
     assert [round(factor(e), 4) for e in (0, 1, 2, 6, 10)] == [round(1 / 3, 4), round(2 / 3, 4), 1.0, 0.5, 0.0]
+
+
+def _sparsegate_recipe(epochs=3, **optim):
+    recipe = _recipe(epochs)
+    recipe.model = {**recipe.model, "name": "sparsegate_gt", "normaliser": "qsoftmax", "q_mode": "head"}
+    recipe.optim.q_lr, recipe.optim.q_warmup, recipe.optim.weight_decay = 0.05, 1, 0.1
+    for key, value in optim.items():
+        setattr(recipe.optim, key, value)
+    return recipe
+
+
+def test_learned_q_has_its_own_optimiser_warm_up_and_prior(esol, tmp_path):
+    """sparsegate_gt's q (LTGA's a of q = 1 + delta tanh(a)): not in the weights' AdamW, its own Adam at
+    q_lr without weight decay, frozen (a = 0, q = 1) through the q_warmup epochs, then moving;
+    the curves carry q per layer and head."""
+    from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer
+    from zoo.models import create_model
+
+    recipe = _sparsegate_recipe()
+    model = create_model("sparsegate_gt", num_outputs=1, **{k: v for k, v in recipe.model.items() if k != "name"})
+    (q_logit,) = model.index_parameters()
+    weights, index = build_optimizer(model, recipe.optim), build_index_optimizer(model, recipe.optim)
+    assert all(p is not q_logit for p in weights.param_groups[0]["params"])
+    assert len(weights.param_groups[0]["params"]) == len(list(model.parameters())) - 1
+    assert index.param_groups[0]["params"] == [q_logit] and index.defaults["lr"] == 0.05
+    assert index.defaults["weight_decay"] == 0.0
+    plain = create_model("siggate_gt", num_outputs=1, **{k: v for k, v in _recipe().model.items() if k != "name"})
+    assert build_index_optimizer(plain, recipe.optim) is None
+    assert build_optimizer(plain, recipe.optim).param_groups[0]["params"] == list(plain.parameters())
+
+    curves = train_graph_model(recipe, esol, 0, tmp_path, progress=False)["curves"]
+    q = [[row[f"q_mean/layer0_head{h}"] for h in range(2)] for row in curves]
+    assert q[0] == [1.0, 1.0]  # epoch 0 is the warm-up: q's optimiser does not step
+    assert all(abs(v - 1) > 1e-4 for v in q[2])  # afterwards Adam moves a by about q_lr a step
+
+
+def test_shannon_prior_pulls_q_back_and_a_too_long_warm_up_is_refused(esol, tmp_path):
+    """With a strong prior q stays closer to 1 than without (same seed, same batches)."""
+    free = train_graph_model(_sparsegate_recipe(q_warmup=0), esol, 0, tmp_path / "free", progress=False)
+    held = train_graph_model(_sparsegate_recipe(q_warmup=0, q_prior=100.0), esol, 0, tmp_path / "held",
+                             progress=False)
+    keys = [k for k in free["curves"][-1] if k.startswith("q_mean/")]
+    assert len(keys) == 2
+    assert sum(abs(held["curves"][-1][k] - 1) for k in keys) < sum(abs(free["curves"][-1][k] - 1) for k in keys)
+    with pytest.raises(ValueError, match="q_warmup=3 >= optim.epochs=3"):
+        train_graph_model(_sparsegate_recipe(q_warmup=3), esol, 0, tmp_path / "never", progress=False)

@@ -1,5 +1,8 @@
 """Mini-batch graph-property training (ZINC, molhiv, molpcba, peptides, user CSVs): Adam or
-AdamW, optional cosine schedule with linear warm-up, model selection on the validation metric."""
+AdamW, optional cosine schedule with linear warm-up, model selection on the validation metric.
+A model with attention indices (:class:`HasIndexParameters`, e.g. ``sparsegate_gt``'s learned q)
+trains them as the node trainer does LTGA's: their own Adam (``optim.q_lr``, no weight decay, no
+schedule), frozen for the first ``optim.q_warmup`` epochs, the Shannon prior ``optim.q_prior``."""
 from __future__ import annotations
 
 import math
@@ -18,10 +21,11 @@ from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
 from zoo.engine.epoch_loop import finish, run_epochs
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
+from zoo.engine.node_trainer import _shannon_prior, index_trajectory
 from zoo.engine.recipe import OptimConfig, Recipe
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
-from zoo.models.capabilities import HasGPSLayers, HasPositionalEncodings
+from zoo.models.capabilities import HasGPSLayers, HasIndexParameters, HasPositionalEncodings
 
 
 def masked_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> torch.Tensor:
@@ -68,7 +72,8 @@ def build_graph_model(recipe: Recipe, num_outputs: int, **inputs):
 
 
 def build_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.Optimizer:
-    """The recipe's Adam or AdamW over the trainable parameters.
+    """The recipe's Adam or AdamW over the trainable parameters but the index parameters (those
+    :func:`build_index_optimizer` trains).
 
     ``foreach``: one multi-tensor kernel per update instead of a Python loop over the ~340
     parameter tensors of a GPS model (about 15 -> 9 ms an update on 2 CPU cores); same update.
@@ -77,8 +82,16 @@ def build_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.O
     True
     """
     kind = torch.optim.AdamW if optim.optimizer == "adamw" else torch.optim.Adam
-    return kind([p for p in model.parameters() if p.requires_grad], lr=optim.lr, weight_decay=optim.weight_decay,
-                foreach=True)
+    index = {id(p) for p in model.index_parameters()} if isinstance(model, HasIndexParameters) else set()
+    return kind([p for p in model.parameters() if p.requires_grad and id(p) not in index], lr=optim.lr,
+                weight_decay=optim.weight_decay, foreach=True)
+
+
+def build_index_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.Optimizer | None:
+    """LTGA's separate Adam for a :class:`HasIndexParameters` model's indices (``q_lr``, no weight
+    decay), or None for a model without any."""
+    index = list(model.index_parameters()) if isinstance(model, HasIndexParameters) else []
+    return torch.optim.Adam(index, lr=optim.q_lr, weight_decay=0.0) if index else None
 
 
 def update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, optim: OptimConfig) -> None:
@@ -123,6 +136,10 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     trained = model if world()[1] == 1 else torch.nn.parallel.DistributedDataParallel(model)
     optim = recipe.optim
     optimizer = build_optimizer(model, optim)
+    index_optimizer = build_index_optimizer(model, optim)
+    if index_optimizer is not None and optim.q_warmup >= optim.epochs:
+        raise ValueError(f"optim.q_warmup={optim.q_warmup} >= optim.epochs={optim.epochs}: the model's learned attention "
+                         f"indices would never train; lower the warm-up, e.g. --set optim.q_warmup=N with N < epochs")
     schedulers = [torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine_with_warmup(optim))] \
         if optim.scheduler == "cosine" else []
     metric = data.metric
@@ -135,11 +152,17 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
             optimizer.zero_grad()
             graphs, target = graphs.to(device), target.to(device)
             loss = rank_loss(trained(graphs), target, data.task)
-            loss.backward()
+            if index_optimizer is None:
+                loss.backward()
+            else:
+                index_optimizer.zero_grad()
+                (loss + _shannon_prior(model, optim.q_prior)).backward()
             update(model, optimizer, optim)
+            if index_optimizer is not None and epoch >= optim.q_warmup:
+                index_optimizer.step()
             size = all_sum(len(target))  # graphs in the global batch
             total, count = total + all_sum(float(loss)) / world()[1] * size, count + size
-        return {"train_loss": total / count, "lr": optimizer.param_groups[0]["lr"]}
+        return {"train_loss": total / count, "lr": optimizer.param_groups[0]["lr"], **index_trajectory(model)}
 
     def evaluate() -> dict:
         row = {}
@@ -149,7 +172,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
             row[f"{split}_{metric}"] = graph_metric(metric, target, output)
         return row
 
-    state = run_epochs(model=model, optimizers=[optimizer], schedulers=schedulers, run_dir=run_dir,
+    optimizers = [optimizer] if index_optimizer is None else [optimizer, index_optimizer]
+    state = run_epochs(model=model, optimizers=optimizers, schedulers=schedulers, run_dir=run_dir,
                        epochs=optim.epochs, patience=optim.patience, train_epoch=train_epoch, evaluate=evaluate,
                        monitor=f"val_{metric}", mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
                        progress=progress, on_epoch_end=on_epoch_end)
