@@ -7,6 +7,7 @@
     python tools/report.py runs/ --reference ltga_edge --holm table   # Holm across every cell (the paper's Table 2)
     python tools/report.py runs/ltga --diagnostics    # also the LTGA attention diagnostics table
     python tools/report.py runs/ltga --diagnostics --agreement every_head   # label agreement as the paper counts it
+    python tools/report.py runs/zinc_cpu --reference zinc_cpu_g1 --diagnostics   # + SigGate-GT mechanism tables
     python tools/report.py runs/ltga --pruning        # also pruning validity (the paper's Table 5 layout)
     python tools/report.py runs/ltga --timing         # also seconds per training epoch, as each run recorded
 
@@ -22,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.analysis.counterfactuals import LABEL_AGREEMENTS  # noqa: E402
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
+from zoo.analysis.mechanism_report import mechanism_runs, render_mechanism  # noqa: E402
 from zoo.analysis.pruning_report import pruning_table, render_pruning  # noqa: E402
 from zoo.analysis.report import make_report  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
@@ -43,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune-seeds", help="seeds (e.g. 0-2) whose mean validation score a --tuned row picks on "
                                              "(default: every seed of each candidate)")
     parser.add_argument("--diagnostics", action="store_true",
-                        help="append the LTGA attention diagnostics (q range, zeros, counterfactuals) per model and dataset")
+                        help="append the LTGA attention diagnostics (q range, zeros, counterfactuals) per model and dataset, "
+                             "and for GPS / SigGate-GT runs the mechanism tables (gate statistics, attention entropy, "
+                             "MAD at depth, stable rank)")
     parser.add_argument("--agreement", default="pairs", choices=list(LABEL_AGREEMENTS),
                         help="label agreement in --diagnostics: pairs ((edge, head) pairs, default) or every_head "
                              "(edges pruned by every head, the paper's)")
@@ -67,8 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.diagnostics or args.pruning or args.timing:
             runs = collect_runs(args.paths)
             runs = runs[runs.model.isin(models)] if models else runs
-        if args.diagnostics:
+        gps_diagnostics = args.diagnostics and bool(mechanism_runs(runs))
+        if args.diagnostics and (not gps_diagnostics or _has_ltga_diagnostics(runs, args.agreement)):
             markdown += "\n## Attention diagnostics\n\n" + render_diagnostics(diagnostics_table(runs, args.agreement))
+        if gps_diagnostics:
+            markdown += "\n## SigGate-GT mechanism\n\n" + render_mechanism(runs)
         if args.pruning:
             markdown += "\n## Pruning validity\n\n" + render_pruning(pruning_table(runs))
         if args.timing:
@@ -82,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         frame.to_csv(args.csv)
     return 0
+
+
+def _has_ltga_diagnostics(runs, agreement: str) -> bool:
+    try:
+        diagnostics_table(runs, agreement)
+    except ReportError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

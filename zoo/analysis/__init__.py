@@ -1,5 +1,7 @@
 """Diagnostics and statistics over finished runs, and the results report that ``tools/report.py`` prints."""
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics
+from zoo.analysis.mechanism_report import mechanism_runs, render_mechanism
+from zoo.analysis.oversmoothing import mean_average_distance
 from zoo.analysis.paired_tests import cohens_d_paired, holm, paired_test
 from zoo.analysis.pruning_report import pruning_table, render_pruning
 from zoo.analysis.rank_tests import average_ranks, friedman, nemenyi_cd, rank_matrix
@@ -12,7 +14,8 @@ from zoo.analysis.tables import ResultsTable, parse_tuned, pick_best, results_ta
 from zoo.analysis.timing_report import render_timing, timing_table
 
 __all__ = ["ReportError", "ResultsTable", "average_ranks", "cohens_d_paired", "collect_runs", "diagnostics_table",
-           "format_summary", "friedman", "holm", "make_report", "markdown_table", "nemenyi_cd", "paired_comparisons",
-           "paired_test", "parse_tuned", "per_seed_rows", "pick_best", "pruning_table", "rank_analysis",
-           "rank_matrix", "render_diagnostics", "render_markdown", "render_pruning", "render_timing", "results_table",
-           "summarize_seeds", "table_frame", "timing_table"]
+           "format_summary", "friedman", "holm", "make_report", "markdown_table", "mean_average_distance",
+           "mechanism_runs", "nemenyi_cd", "paired_comparisons", "paired_test", "parse_tuned", "per_seed_rows",
+           "pick_best", "pruning_table", "rank_analysis", "rank_matrix", "render_diagnostics", "render_markdown",
+           "render_mechanism", "render_pruning", "render_timing", "results_table", "summarize_seeds", "table_frame",
+           "timing_table"]

@@ -1,0 +1,95 @@
+"""The SigGate-GT mechanism tables from hand-written diagnostics: pooled gate statistics, head
+spread of the entropy, MAD against depth and the stable-rank gain, each against a hand count."""
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from zoo.analysis.mechanism_report import (depth_table, entropy_table, gate_table, mechanism_runs, rank_table,
+                                           render_mechanism)
+from zoo.analysis.runs import ReportError, collect_runs
+
+GATED = {"name": "siggate_gt", "gate": "output", "gate_activation": "sigmoid", "gate_per_head": True, "dim": 8}
+
+
+def _layer(k, mad_in, mad, rank, rank_ungated, entropy, gate=None):
+    row = {"layer": k, "split": "test", "graphs": 4, "mad_in": mad_in, "mad": mad, "stable_rank": rank,
+           "stable_rank_ungated": rank_ungated, "attention_entropy": float(np.mean(entropy)),
+           "attention_entropy_per_head": entropy}
+    if gate:
+        mean, sd, below, above, count, heads = gate
+        row.update({"gate_mean": mean, "gate_sd": sd, "gate_below_0.1": below, "gate_above_0.9": above,
+                    "gate_count": count, "gate_mean_per_head": heads})
+    return row
+
+
+def _write(root, name, model, seed, layers, test, config_hash="0123456789"):
+    run_dir = root / name / config_hash
+    (run_dir / f"seed{seed}").mkdir(parents=True, exist_ok=True)
+    config = {"name": name, "dataset": "zinc_smiles", "model": {**model, "layers": len(layers)}, "seeds": [0, 1]}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    metrics = {"seed": seed, "split": 0, "dataset": "zinc_smiles", "main_metric": "mae",
+               "final": {"val": {"mae": test}, "test": {"mae": test}}, "diagnostics": layers}
+    (run_dir / f"seed{seed}" / "metrics.json").write_text(json.dumps(metrics))
+
+
+@pytest.fixture()
+def runs(tmp_path):
+    root = tmp_path / "runs"
+    for seed, shift in ((0, 0.0), (1, 0.1)):
+        # 2 layers: 100 gate values at mean 0.8 (sd 0.1, none below 0.1) and 300 at 0.4 (sd 0.2, 20% below)
+        _write(root, "zinc_cpu_g1", GATED, seed, [
+            _layer(0, 0.9, 0.8, 3.0 + shift, 2.0, [1.0, 2.0], (0.8, 0.1, 0.0, 0.3, 100, [0.7, 0.9])),
+            _layer(1, 0.8, 0.6, 4.0, 3.0, [1.5, 1.5], (0.4, 0.2, 0.2, 0.0, 300, [0.3, 0.5]))], 0.5 + shift)
+        # the same recipe at depth 3, written under another config hash
+        _write(root, "zinc_cpu_depth3_siggate", GATED, seed, [
+            _layer(k, 0.9, 0.5 - shift, 2.0, 2.0, [1.0, 1.0], (0.5, 0.1, 0.0, 0.0, 10, [0.5, 0.5])) for k in range(3)],
+            0.7, config_hash="abcdefabcd")
+        _write(root, "zinc_cpu_no_gate", {"name": "gps", "dim": 8}, seed, [
+            _layer(0, 1.0, 0.5, 2.0, 2.0, [2.0, 2.0]), _layer(1, 0.5, 0.25, 2.0, 2.0, [2.0, 2.0])], 0.6)
+    return root
+
+
+def test_gate_table_pools_layers_by_their_counts(runs):
+    table = gate_table(mechanism_runs(collect_runs(runs)))
+    layer1 = table.loc[("zinc_cpu_g1", "zinc_smiles", "1")]
+    assert (layer1["mean"], layer1.head_min, layer1.head_max, layer1.n) == (0.8, 0.7, 0.9, 2)
+    avg = table.loc[("zinc_cpu_g1", "zinc_smiles", "avg")]
+    # by hand: weights 1/4, 3/4; mean 0.5; E[g^2] = (0.01 + 0.64) / 4 + 3 (0.04 + 0.16) / 4 = 0.3125
+    assert avg["mean"] == pytest.approx(0.5) and avg.sd == pytest.approx(0.25)
+    assert avg.below == pytest.approx(0.15) and avg.above == pytest.approx(0.075)
+    assert (avg.head_min, avg.head_max) == (0.3, 0.9)
+    assert "zinc_cpu_no_gate" not in table.index.get_level_values("model")
+
+
+def test_entropy_depth_and_rank_tables(runs):
+    records = mechanism_runs(collect_runs(runs))
+    entropy = entropy_table(records)
+    assert entropy.loc[("zinc_cpu_g1", "zinc_smiles", 1)].tolist() == pytest.approx([1.5, 0.5, 2])
+    depth = depth_table(records)
+    gated = depth.xs("siggate_gt output sigmoid per-head", level="variant")
+    assert sorted(gated.index.get_level_values("depth")) == [2, 3]
+    assert len(set(gated.index.get_level_values("family"))) == 1  # only the depth differs: one row
+    two = gated.xs(2, level="depth").iloc[0]
+    assert two.mad == pytest.approx(0.6) and two.retention == pytest.approx(0.6 / 0.9)
+    assert two.score == pytest.approx(0.55) and two.score_sd == pytest.approx(np.std([0.5, 0.6], ddof=1))
+    three = gated.xs(3, level="depth").iloc[0]
+    assert three.mad == pytest.approx(0.45) and three.mad_sd == pytest.approx(np.std([0.5, 0.4], ddof=1))
+    ranks = rank_table(records).loc[("zinc_cpu_g1", "zinc_smiles")]
+    # seed means over layers: gated 3.5 and 3.55, ungated 2.5 -> +41%
+    assert ranks.gated == pytest.approx(3.525) and ranks.ungated == pytest.approx(2.5)
+    assert ranks.gain == pytest.approx(100 * (3.525 / 2.5 - 1)) and ranks.up == 2
+
+
+def test_render_and_old_runs(runs, tmp_path):
+    text = render_mechanism(collect_runs(runs))
+    for title in ("Table 15", "Table 13", "Table 12", "Tables 1-2"):
+        assert title in text
+    assert "| **avg** | 0.50 | 0.25 | 15.0 | 7.5 | 0.30-0.90 |" in text
+    assert "| siggate_gt output sigmoid per-head | MAD | 0.600 ± 0.000 | 0.450 ± 0.071 |" in text
+    old = tmp_path / "old"
+    _write(old, "zinc_siggate", GATED, 0, [{"layer": 0, "mad": 0.5, "stable_rank": 2.0}], 0.5)
+    assert mechanism_runs(collect_runs(old)) == []
+    with pytest.raises(ReportError, match="no run has test-set GPS"):
+        render_mechanism(collect_runs(old))

@@ -1,0 +1,251 @@
+"""SigGate-GT mechanism tables over seeds, from the per-layer diagnostics that the graph trainer
+writes into each GPS / SigGate-GT run's ``metrics.json`` (:mod:`zoo.analysis.gate_diagnostics`,
+computed on the whole test set), in the layouts of the SigGate-GT paper:
+
+* :func:`gate_table`: per-layer gate statistics (Table 15): mean, sd, share below 0.1 and above
+  0.9, the range of the per-head means, and an ``avg`` row pooled over (layer, head, node, gate
+  unit), the paper's pooled aggregate;
+* :func:`entropy_table`: attention entropy per layer (Table 13);
+* :func:`depth_table`: MAD of the final node representations (the last layer's output, which the
+  readout pools) and the test metric against depth (Table 12). Runs whose resolved recipes differ
+  only in ``model.layers`` form one row, labelled by the model (:func:`variant`);
+* :func:`rank_table`: the stable rank of the per-head attention outputs before and after the gate
+  (Section 5.1's definition, Tables 1-2), on the trained models.
+
+Every value is a mean over seeds. Runs recorded before the diagnostics covered the test set
+(no ``split`` in their rows) are left out.
+
+    python tools/report.py runs/zinc_cpu --reference zinc_cpu_g1 --diagnostics
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from zoo.analysis.rendering import markdown_table
+from zoo.analysis.runs import ReportError
+from zoo.analysis.tables import PERCENT_METRICS, order_datasets
+
+
+def variant(model: dict) -> str:
+    """A row label naming the attention of a resolved recipe's model, without its depth.
+
+    >>> variant({"name": "siggate_gt", "gate": "output", "gate_activation": "sigmoid", "gate_per_head": True})
+    'siggate_gt output sigmoid per-head'
+    >>> variant({"name": "gps", "ffn_dim": 160})
+    'gps ffn_dim 160'
+    """
+    if model.get("name") == "siggate_gt":
+        sharing = "per-head" if model.get("gate_per_head", True) else "shared"
+        return f"siggate_gt {model.get('gate', 'output')} {model.get('gate_activation', 'sigmoid')} {sharing}"
+    return str(model.get("name")) + (f" ffn_dim {model['ffn_dim']}" if model.get("ffn_dim") else "")
+
+
+def _config(seed_dir: Path) -> dict:
+    for path in (seed_dir.parent / "config.yaml", seed_dir / "config.yaml"):
+        if path.exists():
+            return yaml.safe_load(path.read_text())
+    raise ReportError(f"no config.yaml found for the run in {seed_dir}")
+
+
+def mechanism_runs(runs: pd.DataFrame) -> list[dict]:
+    """One record per seed run of ``runs`` (:func:`zoo.analysis.runs.collect_runs` output) with
+    test-set GPS diagnostics: model, dataset, seed, ``layers`` (the diagnostics rows), ``depth``,
+    ``variant``, ``family`` (the resolved recipe without its depth, hashed) and the test score."""
+    records = []
+    for run in runs.itertuples():
+        seed_dir = Path(run.path)
+        rows = json.loads((seed_dir / "metrics.json").read_text()).get("diagnostics")
+        if not isinstance(rows, list) or not rows or "split" not in rows[0]:
+            continue
+        config = _config(seed_dir)
+        model = dict(config.get("model", {}))
+        model.pop("layers", None)  # the depth is the number of diagnostics rows
+        identity = {k: v for k, v in config.items() if k not in ("name", "description", "seeds")} | {"model": model}
+        records.append({"model": run.model, "dataset": run.dataset, "seed": run.seed, "layers": rows,
+                        "depth": len(rows), "variant": variant(model), "main_metric": run.main_metric,
+                        "score": getattr(run, f"test_{run.main_metric}", np.nan),
+                        "family": hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:6]})
+    return records
+
+
+def _pooled_gate(layers: list[dict]) -> dict:
+    """Gate statistics pooled over layers, weighting each by its number of gate values."""
+    count = np.array([row["gate_count"] for row in layers], dtype=float)
+    weight = count / count.sum()
+    mean = float(weight @ [row["gate_mean"] for row in layers])
+    second = float(weight @ [row["gate_sd"] ** 2 + row["gate_mean"] ** 2 for row in layers])
+    return {"mean": mean, "sd": max(second - mean**2, 0.0) ** 0.5,
+            "below": float(weight @ [row["gate_below_0.1"] for row in layers]),
+            "above": float(weight @ [row["gate_above_0.9"] for row in layers])}
+
+
+def gate_table(records: list[dict]) -> pd.DataFrame:
+    """Index (model, dataset, layer), layer 1.. and ``avg``; columns mean, sd, below, above (shares),
+    head_min / head_max (smallest and largest per-head mean gate), n (seeds). Gated runs only."""
+    rows = []
+    for record in records:
+        layers = record["layers"]
+        if "gate_mean" not in layers[0]:
+            continue
+        for row in layers:
+            heads = row["gate_mean_per_head"]
+            rows.append({"model": record["model"], "dataset": record["dataset"], "layer": str(row["layer"] + 1),
+                         "mean": row["gate_mean"], "sd": row["gate_sd"], "below": row["gate_below_0.1"],
+                         "above": row["gate_above_0.9"], "head_min": min(heads), "head_max": max(heads)})
+        heads = [m for row in layers for m in row["gate_mean_per_head"]]
+        rows.append({"model": record["model"], "dataset": record["dataset"], "layer": "avg", **_pooled_gate(layers),
+                     "head_min": min(heads), "head_max": max(heads)})
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows)
+    groups = frame.groupby(["model", "dataset", "layer"], sort=False)
+    return groups.mean().assign(n=groups.size())
+
+
+def entropy_table(records: list[dict]) -> pd.DataFrame:
+    """Index (model, dataset, layer) from 1; columns entropy (mean over query nodes and heads, nats),
+    head_sd (sd over heads of the per-head mean entropy), n (seeds)."""
+    rows = [{"model": r["model"], "dataset": r["dataset"], "layer": row["layer"] + 1,
+             "entropy": row["attention_entropy"], "head_sd": float(np.std(row["attention_entropy_per_head"]))}
+            for r in records for row in r["layers"]]
+    frame = pd.DataFrame(rows)
+    groups = frame.groupby(["model", "dataset", "layer"], sort=False)
+    return groups.mean().assign(n=groups.size())
+
+
+def depth_table(records: list[dict]) -> pd.DataFrame:
+    """Index (dataset, variant, family, depth); columns mad (the last layer's output), mad_sd (over
+    seeds), mad_input (the first layer's input), retention (mad / mad_input), score (the test main
+    metric), score_sd, main_metric, models (the recipe names), n (seeds)."""
+    rows = [{"dataset": r["dataset"], "variant": r["variant"], "family": r["family"], "depth": r["depth"],
+             "mad": r["layers"][-1]["mad"], "mad_input": r["layers"][0]["mad_in"], "score": r["score"],
+             "main_metric": r["main_metric"], "model": r["model"]} for r in records]
+    groups = pd.DataFrame(rows).groupby(["dataset", "variant", "family", "depth"])
+    table = groups[["mad", "mad_input", "score"]].mean()
+    table["retention"] = table.mad / table.mad_input
+    table["mad_sd"], table["score_sd"] = groups.mad.std(), groups.score.std()
+    table["main_metric"] = groups.main_metric.first()
+    table["models"] = groups.model.agg(lambda names: ", ".join(sorted(set(names))))
+    table["n"] = groups.size()
+    return table
+
+
+def rank_table(records: list[dict]) -> pd.DataFrame:
+    """Index (model, dataset); columns ungated / gated (per-head stable rank averaged over graphs,
+    heads and layers, mean over seeds), gain (% change of the means, as the paper's Table 1),
+    up (seeds whose gated mean exceeds the ungated one), n (seeds)."""
+    rows = []
+    for r in records:
+        ungated = float(np.nanmean([row["stable_rank_ungated"] for row in r["layers"]]))
+        gated = float(np.nanmean([row["stable_rank"] for row in r["layers"]]))
+        rows.append({"model": r["model"], "dataset": r["dataset"], "ungated": ungated, "gated": gated,
+                     "up": float(gated > ungated)})
+    groups = pd.DataFrame(rows).groupby(["model", "dataset"], sort=False)
+    table = groups[["ungated", "gated"]].mean()
+    table["gain"] = 100 * (table.gated / table.ungated - 1)
+    table["up"], table["n"] = groups.up.sum().astype(int), groups.size()
+    return table
+
+
+def _pm(mean: float, sd: float, spec: str) -> str:
+    if pd.isna(mean):
+        return "-"
+    return format(mean, spec) + ("" if pd.isna(sd) else f" ± {format(sd, spec)}")
+
+
+def _render_gates(table: pd.DataFrame) -> list[str]:
+    if table.empty:
+        return ["No gated run."]
+    lines = []
+    for (model, dataset), block in table.groupby(level=["model", "dataset"], sort=False):
+        block = block.droplevel(["model", "dataset"])
+        lines += ["", f"**{model}** on {dataset} ({int(block.n.iloc[0])} seeds)", ""]
+        lines += markdown_table(["layer", "mean", "sd", "% < 0.1", "% > 0.9", "head means"], [
+            [("**avg**" if layer == "avg" else layer), f"{row['mean']:.2f}", f"{row.sd:.2f}", f"{100 * row.below:.1f}",
+             f"{100 * row.above:.1f}", f"{row.head_min:.2f}-{row.head_max:.2f}"] for layer, row in block.iterrows()])
+    return lines[1:]
+
+
+def _render_entropy(table: pd.DataFrame) -> list[str]:
+    depth = int(table.index.get_level_values("layer").max())
+    rows = []
+    for (model, dataset), block in table.groupby(level=["model", "dataset"], sort=False):
+        block = block.droplevel(["model", "dataset"])
+        rows.append([model, dataset, str(int(block.n.max()))] + [
+            _pm(block.entropy.get(k, np.nan), block.head_sd.get(k, np.nan), ".2f") for k in range(1, depth + 1)])
+    return markdown_table(["model", "dataset", "n", *(f"layer {k}" for k in range(1, depth + 1))], rows)
+
+
+def _render_depth(table: pd.DataFrame) -> list[str]:
+    lines = []
+    for dataset in order_datasets(table.index.get_level_values("dataset")):
+        block = table.xs(dataset, level="dataset")
+        depths = sorted(set(block.index.get_level_values("depth")))
+        metric = block.main_metric.iloc[0]
+        scale = 100.0 if metric in PERCENT_METRICS else 1.0
+        digits = ".2f" if scale == 100.0 else ".4f"
+        labels = block.index.droplevel("depth").unique()
+        twice = {v for v, _ in labels if sum(1 for w, _ in labels if w == v) > 1}
+        rows = []
+        for quantity in ("MAD", "MAD kept %", metric):
+            for label, family in labels:
+                cells = block.xs((label, family), level=["variant", "family"])
+                name = f"{label} [{family}]" if label in twice else label
+
+                def cell(d):
+                    if d not in cells.index:
+                        return "-"
+                    row = cells.loc[d]
+                    if quantity == "MAD":
+                        return _pm(row.mad, row.mad_sd, ".3f")
+                    if quantity == "MAD kept %":
+                        return f"{100 * row.retention:.0f}"
+                    return _pm(scale * row.score, scale * row.score_sd, digits)
+                rows.append([name, quantity] + [cell(d) for d in depths])
+        lines += ["", f"{dataset} (recipes: {'; '.join(sorted(set(block.models)))})", ""]
+        lines += markdown_table(["model", "", *(f"{d} layers" for d in depths)], rows)
+    return lines[1:]
+
+
+def _render_ranks(table: pd.DataFrame) -> list[str]:
+    return markdown_table(["model", "dataset", "n", "srank(Y)", "srank(Y ⊙ g)", "Δ %", "seeds up"], [
+        [model, dataset, str(int(row.n)), f"{row.ungated:.3f}", f"{row.gated:.3f}", f"{row.gain:+.2f}",
+         f"{int(row.up)}/{int(row.n)}"] for (model, dataset), row in table.iterrows()])
+
+
+def render_mechanism(runs: pd.DataFrame) -> str:
+    """The four mechanism tables as Markdown, from :func:`zoo.analysis.runs.collect_runs` output.
+
+    >>> print(render_mechanism(collect_runs("runs/zinc_cpu")))  # doctest: +SKIP
+    """
+    records = mechanism_runs(runs)
+    if not records:
+        raise ReportError("no run has test-set GPS / SigGate-GT diagnostics (metrics.json 'diagnostics' rows with "
+                          "'split'; runs recorded before they existed must be retrained)")
+    sections = [
+        ("Gate statistics per layer (the paper's Table 15)", _render_gates(gate_table(records)),
+         "Means over seeds of statistics over every test node, head and gate unit; avg pools them over the "
+         "layers (the paper's pooled aggregate); head means: the smallest and largest per-head mean gate."),
+        ("Attention entropy per layer (the paper's Table 13)", _render_entropy(entropy_table(records)),
+         "-sum_j a_ij log a_ij (nats) of each test node's attention row over its graph, averaged over nodes and "
+         "heads, mean over seeds ± the sd over heads of the per-head means (mean over seeds)."),
+        ("MAD of the final node representations at depth (the paper's Table 12)", _render_depth(depth_table(records)),
+         "MAD (Chen et al. 2020, cosine, pairs within a graph) of the last layer's output on the test set, "
+         "mean ± sd over seeds; MAD kept: final over the first layer's input MAD; the metric is the test main "
+         "metric (mean ± sd). Runs whose recipes differ only in model.layers share a row."),
+        ("Stable rank of the attention output with and without the gate (Section 5.1, Tables 1-2)",
+         _render_ranks(rank_table(records)),
+         "Stable rank ||Y||_F^2 / ||Y||_2^2 of each head's output on each test graph, averaged over graphs, heads and layers; "
+         "Y before the gate, Y ⊙ g after it (output gates only: for G2, G3 and ungated models the two coincide); "
+         "Δ: change of the seed means; seeds up: seeds whose gated mean is larger."),
+    ]
+    out = []
+    for title, lines, note in sections:
+        out += [f"### {title}", "", *lines, "", note, ""]
+    return "\n".join(out)
