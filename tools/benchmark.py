@@ -9,6 +9,8 @@
     python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt   # the paper's ZINC model, updated as the trainer does
     python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt --profile  # top operators
     python tools/benchmark.py gps --batch-size 128 --peer pyg   # against PyG's GPSConv (pip install -e ".[bench]")
+    python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt --normaliser qsoftmax
+                                                        # learned q-softmax global attention vs SigGate-GT (issue 18)
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
 """
 from __future__ import annotations
@@ -34,7 +36,8 @@ def _layers(args: argparse.Namespace) -> None:
 
 def _gps(args: argparse.Namespace) -> None:
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats, recipe=args.recipe, models=tuple(args.models),
-                  profile=args.profile if args.profile is not None else 0, top=args.top, peer=args.peer)
+                  profile=args.profile if args.profile is not None else 0, top=args.top, peer=args.peer,
+                  normaliser=args.normaliser)
 
 
 def _aggregate(args: argparse.Namespace) -> None:
@@ -72,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     gps.add_argument("--top", type=int, default=25, help="operators to print with --profile")
     gps.add_argument("--peer", choices=("pyg",), help="also time PyG's GPSConv layers in the same model (equal "
                                                       "parameter count; needs torch-geometric==2.6.1, the bench extra)")
+    gps.add_argument("--normaliser", choices=("qsoftmax", "entmax", "sparsemax", "softmax"),
+                     help="also time sparsegate_gt: the siggate_gt model whose global attention normalises with "
+                          "this (qsoftmax: learned q per head; entmax: learned alpha per head), timed last")
     gps.set_defaults(func=_gps)
     aggregate = commands.add_parser("aggregate", help="attention aggregation against DGL's update_all")
     aggregate.add_argument("--nodes", type=int, default=11758, help="nodes (default: Tolokers')")

@@ -75,3 +75,24 @@ def test_pyg_peer_has_the_zoo_models_parameter_count_and_trains(capsys):
     assert set(ms) == {"pyg_gpsconv", "gps", "siggate_gt"} and "ratio to pyg_gpsconv |" in out
     counts = dict(re.findall(r"(\w+) (\d+)", out.split("parameters: ")[1]))
     assert counts["pyg_gpsconv"] == counts["gps"]
+
+
+def test_gps_normaliser_times_the_sparsegate_model_after_the_others(capsys):
+    assert benchmark_cli.main(["gps", "--batch-size", "2", "--repeats", "1", "--models", "siggate_gt",
+                               "--normaliser", "qsoftmax"]) == 0
+    out = capsys.readouterr().out
+    assert list(_rows(out)) == ["siggate_gt", "sparsegate_gt_qsoftmax"] and "ratio to siggate_gt |" in out
+
+
+def test_gps_train_step_with_a_recipe_steps_a_learned_q_with_its_own_optimiser():
+    import torch
+
+    from tools.benchmarks.models import _train_step, random_molecules
+    from zoo.engine.recipe import OptimConfig
+    from zoo.models import create_model
+
+    model = create_model("sparsegate_gt", dim=16, heads=2, layers=1, local="gine", pe="rwse", rwse_k=20, dim_pe=4)
+    batch = random_molecules(2)
+    (a,) = model.index_parameters()
+    _train_step(model, lambda m: m(batch).sum(), OptimConfig(optimizer="adamw", q_lr=0.1))()
+    assert torch.all(a.abs() > 0.05) and a.grad is None  # one Adam step of about q_lr, then zeroed

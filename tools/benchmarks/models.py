@@ -1,7 +1,8 @@
 """Training-step benchmarks of whole models against their peer, measured in the same process.
 
 ``layers``: LTGA-Head and LTGA-Edge against GATv2 (same backbone, same graph).
-``gps``: SigGate-GT against the ungated GPS model on ZINC-sized molecule batches.
+``gps``: SigGate-GT against the ungated GPS model on ZINC-sized molecule batches (with a
+``normaliser``, also the SigGate-GT model whose global attention uses it: ``sparsegate_gt``).
 ``aggregate``: :func:`zoo.ops.edge_weighted_sum` against DGL's ``update_all(u_mul_e, sum)``.
 
 Steps of the models are interleaved (A, B, C, A, B, C, ...) so that load from other processes
@@ -18,7 +19,7 @@ import torch
 from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
 from torch.nn import functional as F
 
-from zoo.engine.graph_trainer import build_optimizer, update
+from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer, update
 from zoo.engine.recipe import load_recipe
 from zoo.models.registry import create_model
 from zoo.ops import edge_weighted_sum
@@ -39,13 +40,21 @@ def _median_step_ms(steps: dict, repeats: int, warmup: int = 2) -> dict[str, flo
 
 def _train_step(model, loss_fn, optim=None):
     """A training step: forward, backward and update. ``optim`` (a recipe's ``OptimConfig``): the
-    graph trainer's own update (its optimizer, gradient clipping); None: plain ``Adam``."""
+    graph trainer's own update (its optimizer, gradient clipping, and a learned q's own Adam as
+    after its warm-up); None: plain ``Adam``."""
     if optim is None:
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         apply = optimizer.step
-    else:
+    elif (index := build_index_optimizer(model, optim)) is None:
         optimizer = build_optimizer(model, optim)
         apply = lambda: update(model, optimizer, optim)  # noqa: E731
+    else:
+        optimizer = build_optimizer(model, optim)
+
+        def apply():
+            update(model, optimizer, optim)
+            index.step()
+            index.zero_grad()
 
     def step():
         optimizer.zero_grad()
@@ -155,6 +164,11 @@ def random_molecules(count: int, atoms: int = 23, bonds: int = 25, seed: int = 0
 
 GPS_DEFAULT = dict(dim=64, heads=8, layers=10, local="gine", pe="lap+rwse", lap_k=8, rwse_k=20, pool="sum")
 GATE_KEYS = ("gate", "gate_per_head", "gate_activation", "gate_bias_init")
+NORMALISER_OPTIONS = {  # sparsegate_gt's global attention as recipes/*_sparsegate_*.yaml set it
+    "qsoftmax": dict(normaliser="qsoftmax", q_mode="head"),
+    "entmax": dict(normaliser="entmax", alpha=1.5, alpha_mode="head"),
+    "sparsemax": dict(normaliser="sparsemax"), "softmax": dict(normaliser="softmax"),
+}
 
 
 def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
@@ -174,7 +188,7 @@ def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
 
 def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = None,
                   models: tuple[str, ...] = ("gps", "siggate_gt"), profile: int = 0,
-                  top: int = 25, peer: str | None = None) -> dict[str, float]:
+                  top: int = 25, peer: str | None = None, normaliser: str | None = None) -> dict[str, float]:
     """Median training step of the ZINC GPS model with and without the per-head output gate.
 
     ``recipe``: build both from a SigGate-GT recipe's model section (see :func:`gps_configs`) and
@@ -184,6 +198,8 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     under ``torch.profiler`` and print the ``top`` operators by self CPU time.
     ``peer="pyg"``: also time the ungated model with PyG's ``GPSConv`` layers (equal parameter
     count, :mod:`tools.benchmarks.pyg_gps`), interleaved with the others; ratios are then to it.
+    ``normaliser``: also time ``sparsegate_gt_<normaliser>``, the ``siggate_gt`` model whose global
+    attention uses it (:data:`NORMALISER_OPTIONS`: learned per-head q or alpha), last.
     """
     configs = dict(zip(("gps", "siggate_gt"), gps_configs(recipe)))
     torch.manual_seed(0)
@@ -195,6 +211,9 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
         first = ungated.gps_layers()[0]
         built = {"pyg_gpsconv": pyg_gps_like(ungated, heads=first.attn.heads, attn_dropout=first.attn.attn_dropout.p,
                                              dropout=first.dropout.p), **built}
+    if normaliser is not None:
+        built[f"sparsegate_gt_{normaliser}"] = create_model("sparsegate_gt", **configs["siggate_gt"],
+                                                            **NORMALISER_OPTIONS[normaliser])
     spec = next(iter(built.values())).pe_spec()
     batch = random_molecules(batch_size, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
     target = torch.randn(batch_size, 1)
