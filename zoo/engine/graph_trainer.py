@@ -138,8 +138,9 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     optimizer = build_optimizer(model, optim)
     index_optimizer = build_index_optimizer(model, optim)
     if index_optimizer is not None and optim.q_warmup >= optim.epochs:
-        raise ValueError(f"optim.q_warmup={optim.q_warmup} >= optim.epochs={optim.epochs}: the model's learned attention "
-                         f"indices would never train; lower the warm-up, e.g. --set optim.q_warmup=N with N < epochs")
+        raise ValueError(f"optim.q_warmup={optim.q_warmup} >= optim.epochs={optim.epochs}: the model's learned "
+                         "attention indices would never train; lower the warm-up, e.g. --set optim.q_warmup=N "
+                         "with N < epochs")
     schedulers = [torch.optim.lr_scheduler.LambdaLR(optimizer, _cosine_with_warmup(optim))] \
         if optim.scheduler == "cosine" else []
     metric = data.metric
