@@ -44,8 +44,10 @@ def graph_stable_ranks(heads: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """
     rows = mask.shape[1]
     x = heads[:, :, :rows].double() * mask[:, None, :, None]
-    top = torch.linalg.matrix_norm(x, ord=2)
-    return torch.where(top > 0, x.pow(2).sum((-2, -1)) / top.clamp_min(1e-300) ** 2, torch.full_like(top, torch.nan))
+    gram = x.transpose(-2, -1) @ x  # [B, H, d_k, d_k]: ||X||_F^2 its trace, ||X||_2^2 its largest eigenvalue
+    top = torch.linalg.eigvalsh(gram)[..., -1]
+    frobenius = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
+    return torch.where(frobenius > 0, frobenius / top.clamp_min(1e-300), torch.full_like(top, torch.nan))
 
 
 class _LayerRecord:
@@ -60,9 +62,9 @@ class _LayerRecord:
 
     def add_attention(self, module) -> None:
         mask = module.last_mask  # [B, L]
-        weights = module.last_attn.double()  # [B, H, L, L]
-        plogp = torch.where(weights > 0, weights * weights.clamp_min(1e-300).log(), torch.zeros_like(weights))
-        self.entropy += -plogp.sum(-1).transpose(1, 2)[mask].sum(0)  # real query rows, per head
+        weights = module.last_attn  # [B, H, L, L]; 0 log 0 = 0, rows summed in float64
+        plogp = weights * weights.clamp_min(torch.finfo(weights.dtype).tiny).log()
+        self.entropy += -plogp.sum(-1, dtype=torch.float64).transpose(1, 2)[mask].sum(0)  # real query rows, per head
         self.queries += int(mask.sum())
         for key, heads in (("stable_rank", module.last_heads), ("stable_rank_ungated", module.last_heads_ungated)):
             ranks = graph_stable_ranks(heads, mask)
@@ -93,6 +95,11 @@ class _LayerRecord:
         return row
 
 
+def _forget(attn) -> None:
+    """Drop what a :class:`zoo.nn.GatedMultiheadAttention` recorded of its last call."""
+    attn.last_attn = attn.last_mask = attn.last_gate = attn.last_heads = attn.last_heads_ungated = None
+
+
 def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict]:
     """Per-layer diagnostics (see the module docstring) of a GPS model (a
     :class:`zoo.models.HasGPSLayers`) over the batches ``(graphs, targets)`` of ``loader`` (the first
@@ -104,14 +111,18 @@ def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict
     layers = model.gps_layers()
     records = [_LayerRecord(layer.attn.heads) for layer in layers]
 
-    def before(i):
-        return lambda module, args: records[i].mad_in.add(args[1], args[0].batch_num_nodes())
+    def before(module, args):  # the first layer's input; each later layer's is the previous output
+        records[0].mad_in.add(args[1], args[0].batch_num_nodes())
 
     def after(i):
-        return lambda module, args, out: records[i].mad_out.add(out[0], args[0].batch_num_nodes())
+        def hook(module, args, out):
+            records[i].mad_out.add(out[0], args[0].batch_num_nodes())
+            records[i].add_attention(module.attn)
+            _forget(module.attn)  # one layer's [B, H, L, L] weights alive at a time (Peptides: ~0.2 GB each)
+        return hook
 
-    hooks = [hook for i, layer in enumerate(layers)
-             for hook in (layer.register_forward_pre_hook(before(i)), layer.register_forward_hook(after(i)))]
+    hooks = [layers[0].register_forward_pre_hook(before)]
+    hooks += [layer.register_forward_hook(after(i)) for i, layer in enumerate(layers)]
     for layer in layers:
         layer.attn.record = True
     graphs_seen = 0
@@ -124,14 +135,13 @@ def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict
                     break
                 model(graphs)
                 graphs_seen += graphs.batch_size
-                for layer, record in zip(layers, records):
-                    record.add_attention(layer.attn)
     finally:
         for hook in hooks:
             hook.remove()
         for layer in layers:
-            attn = layer.attn
-            attn.record = False
-            attn.last_attn = attn.last_mask = attn.last_gate = attn.last_heads = attn.last_heads_ungated = None
+            layer.attn.record = False
+            _forget(layer.attn)
         model.train(was_training)
+    for previous, record in zip(records, records[1:]):
+        record.mad_in = previous.mad_out
     return [{**record.row(i), "graphs": graphs_seen} for i, record in enumerate(records)]
