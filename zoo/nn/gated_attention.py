@@ -163,16 +163,20 @@ class GatedMultiheadAttention(nn.Module):
     """Full self-attention within each graph of a batch, optionally gated (see module docstring).
 
     ``forward(g, h)``: ``h`` ``[N, dim]`` -> ``[N, dim]``. With ``record=True`` the last call
-    keeps, detached, ``last_attn`` ``[B, H, L, L]`` (softmax weights before dropout; padded
-    rows and columns included, see ``last_mask`` ``[B, L]``) and ``last_gate`` ``[N, H, G]``
-    (``G = d_k`` for output/value, ``1`` for logit; a shared gate is repeated over heads;
-    ``None`` for gate ``none``).
+    keeps, detached, ``last_attn`` ``[B, H, L, L]`` (the normaliser's weights before dropout;
+    padded rows and columns included, see ``last_mask`` ``[B, L]``; padded columns are exactly 0)
+    and ``last_gate`` ``[N, H, G]`` (``G = d_k`` for output/value, ``1`` for logit; a shared gate
+    is repeated over heads; ``None`` for gate ``none``). A learned q's last value is ``last_q``
+    (with its graph, every call), :meth:`current_q` / :meth:`current_alpha` give the indices.
 
     >>> import dgl
     >>> g = dgl.batch([dgl.rand_graph(3, 4), dgl.rand_graph(5, 9)])
     >>> attn = GatedMultiheadAttention(16, heads=4, gate="output")
     >>> attn(g, torch.randn(8, 16)).shape
     torch.Size([8, 16])
+    >>> sparse = GatedMultiheadAttention(16, heads=4, gate="output", normaliser="qsoftmax", q_mode="head")
+    >>> sparse(g, torch.randn(8, 16)).shape, sparse.current_q().tolist()
+    (torch.Size([8, 16]), [1.0, 1.0, 1.0, 1.0])
     """
 
     def __init__(
