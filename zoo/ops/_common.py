@@ -1,5 +1,6 @@
 """Input checks and small numerical helpers shared by the edge normalisers."""
 import math
+import warnings
 
 import torch
 
@@ -157,3 +158,56 @@ def expq_(d, eps):
         return d.square_() if eps == 0.5 else d
     return exp_flush_(d.mul_(eps).clamp_(min=-1).log1p_().mul_(1 / eps))
 
+
+
+def entmax_terms_(d, eps, slope):
+    """From ``d = x - t`` (overwritten): ``p = exp_eps(d)`` and, if ``slope``, ``s = p / (1 + eps d)``
+    (else None), the terms of the entmax threshold equation and of its derivative in ``t``."""
+    if not slope:
+        return expq_(d, eps), None
+    if not torch.is_tensor(eps) and eps in (1.0, 0.5):
+        u = d.mul_(eps).add_(1).relu_()
+        return (u, u.sign()) if eps == 1 else (u.square(), u)
+    w = d.mul_(eps)
+    p = exp_flush_(w.clamp(min=-1).log1p_().mul_(1 / eps))
+    s = w.add_(1).clamp_(min=torch.finfo(w.dtype).tiny)
+    return p, torch.div(p, s, out=s)
+
+
+def entmax_threshold(x, eps, *, lo, degree, total, diff, check, n_bisect, max_iter, name):
+    """The threshold ``t`` with ``total(exp_eps(x - t)) = 1`` per group of scores (a destination's
+    in-edges for the edge op, a row for the dense one), given the group reduction ``total``, the
+    broadcast difference ``diff(x, t)``, each group's size ``degree`` and largest score ``lo``.
+
+    ``n_bisect`` bisection steps on ``[lo, lo + (1 - degree^-eps) / eps]``, then Newton from the
+    lower end, for a convex sum (eps <= 1); bisection to machine precision otherwise (see
+    :func:`zoo.ops.edge_entmax`). ``check`` raises on a non-finite sum; ``name`` is the op's, for
+    the warning if ``max_iter`` Newton steps do not converge.
+    """
+    width = log_bracket(eps, degree.clamp(min=1).to(x.dtype)).expand_as(lo)
+    convex = not bool((torch.as_tensor(eps) > 1).any())
+    precision = torch.finfo(x.dtype).eps
+    for _ in range(n_bisect if convex else max_iter):
+        width = width / 2
+        mid = lo + width
+        p, _ = entmax_terms_(diff(x, mid), eps, slope=False)
+        lo = torch.where(total(p) >= 1, mid, lo)
+        if not convex and bool((width <= precision * (1 + lo.abs())).all()):
+            return lo
+    if not convex:
+        return lo
+    t, sizes, sparse = lo, None, torch.as_tensor(eps) == 1
+    for _ in range(max_iter):  # Newton from below: monotone for a convex decreasing sum
+        p, s = entmax_terms_(diff(x, t), eps, slope=True)
+        f = total(p).sub_(1)
+        check(f)
+        slope = total(s)
+        step = torch.where(slope > 0, f / slope, 0.0)
+        t = t + step
+        sizes, last = torch.where(sparse, slope, 0.0), sizes  # support sizes (alpha = 2 groups)
+        rel = float((step.abs() / (1 + t.abs())).max())
+        stable = last is not None and torch.equal(sizes, last)
+        if rel <= 8 * precision or (rel <= precision ** (2 / 3) and stable):  # rounding: a
+            return t  # score within an ulp of the threshold may flip in and out of the support
+    warnings.warn(f"{name}: threshold not converged in max_iter={max_iter} Newton steps", RuntimeWarning)
+    return t

@@ -11,11 +11,10 @@ masked (e.g. an empty graph's padded block) gets all-zero weights.
 from __future__ import annotations
 
 import math
-import warnings
 
 import torch
 
-from ._common import ZooOpError, check_param, exp_flush_, expq_, expq_log_grads_, log_bracket
+from ._common import ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_, expq_log_grads_
 from .entmax import EPS_FLOOR
 from .qsoftmax import _exp_q_, _log_grads_, _taylor
 
@@ -131,20 +130,6 @@ def dense_sparsemax(scores: torch.Tensor, *, n_bisect: int = 4, max_iter: int = 
     return dense_entmax(scores, 2.0, n_bisect=n_bisect, max_iter=max_iter)
 
 
-def _eval(x, t, eps, slope):
-    """``p = exp_eps(x - t)`` and, if ``slope``, ``s = p / (1 + eps (x - t))`` (else None)."""
-    d = x - t
-    if not slope:
-        return expq_(d, eps), None
-    if not torch.is_tensor(eps) and eps in (1.0, 0.5):
-        u = d.mul_(eps).add_(1).relu_()
-        return (u, u.sign()) if eps == 1 else (u.square(), u)
-    w = d.mul_(eps)
-    p = exp_flush_(w.clamp(min=-1).log1p_().mul_(1 / eps))
-    s = w.add_(1).clamp_(min=torch.finfo(w.dtype).tiny)
-    return p, torch.div(p, s, out=s)
-
-
 def _row_max(x):
     top = x.amax(-1, keepdim=True)
     return top.masked_fill(top == -math.inf, 0.0)
@@ -152,35 +137,10 @@ def _row_max(x):
 
 def _threshold(x, eps, n_bisect, max_iter):
     """Per row ``t`` with ``sum_i exp_eps(x_i - t) = 1``: the edge op's search, row-wise."""
-    degree = (x > -math.inf).sum(-1, keepdim=True)
-    lo = _row_max(x)
-    width = log_bracket(eps, degree.clamp(min=1).to(x.dtype)).expand_as(lo)
-    convex = not bool((torch.as_tensor(eps) > 1).any())
-    precision = torch.finfo(x.dtype).eps
-    for _ in range(n_bisect if convex else max_iter):
-        width = width / 2
-        mid = lo + width
-        p, _ = _eval(x, mid, eps, slope=False)
-        lo = torch.where(p.sum(-1, keepdim=True) >= 1, mid, lo)
-        if not convex and bool((width <= precision * (1 + lo.abs())).all()):
-            return lo
-    if not convex:
-        return lo
-    t, sizes, sparse = lo, None, torch.as_tensor(eps) == 1
-    for _ in range(max_iter):  # Newton from below: monotone for a convex decreasing sum
-        p, s = _eval(x, t, eps, slope=True)
-        f = p.sum(-1, keepdim=True).sub_(1)
-        _check_total(f)
-        slope = s.sum(-1, keepdim=True)
-        step = torch.where(slope > 0, f / slope, 0.0)
-        t = t + step
-        sizes, last = torch.where(sparse, slope, 0.0), sizes
-        rel = float((step.abs() / (1 + t.abs())).max())
-        stable = last is not None and torch.equal(sizes, last)
-        if rel <= 8 * precision or (rel <= precision ** (2 / 3) and stable):
-            return t
-    warnings.warn(f"dense_entmax: threshold not converged in max_iter={max_iter} Newton steps", RuntimeWarning)
-    return t
+    return entmax_threshold(
+        x, eps, lo=_row_max(x), degree=(x > -math.inf).sum(-1, keepdim=True),
+        total=lambda p: p.sum(-1, keepdim=True), diff=lambda a, t: a - t, check=_check_total,
+        n_bisect=n_bisect, max_iter=max_iter, name="dense_entmax")
 
 
 class _DenseEntmax(torch.autograd.Function):
@@ -198,7 +158,7 @@ class _DenseEntmax(torch.autograd.Function):
             t = m + total.log()
         else:
             t = _threshold(x, eps, n_bisect, max_iter)
-            p, _ = _eval(x, t, eps, slope=False)
+            p, _ = entmax_terms_(x - t, eps, slope=False)
             total = p.sum(-1, keepdim=True)
         _check_total(total)
         p = p.div_(torch.where(total > 0, total, 1.0))  # a row without keys stays 0

@@ -1,11 +1,10 @@
 """``edge_entmax``: alpha-entmax over the incoming edges of each destination node."""
-import warnings
 
 import dgl.ops as F
 import torch
 
-from ._common import (check_finite_sum, check_param, edge_param, edge_scores, exp_flush_, expq_, expq_log_grads_,
-                      log_bracket, reduce_to)
+from ._common import (check_finite_sum, check_param, edge_param, edge_scores, entmax_terms_, entmax_threshold,
+                      exp_flush_, expq_log_grads_, reduce_to)
 
 EPS_FLOOR = 1e-30  # a tensor alpha of exactly 1 is evaluated at alpha = 1 + EPS_FLOOR
 
@@ -60,50 +59,16 @@ def edge_entmax(graph, logits, alpha, *, n_bisect=4, max_iter=50):
 
 def _eval(graph, x, t, eps, slope):
     """``p = exp_eps(x - t)`` and, if ``slope``, ``s = p / (1 + eps (x - t))`` (else None)."""
-    d = F.e_sub_v(graph, x, t)
-    if not slope:
-        return expq_(d, eps), None
-    if not torch.is_tensor(eps) and eps in (1.0, 0.5):
-        u = d.mul_(eps).add_(1).relu_()
-        return (u, u.sign()) if eps == 1 else (u.square(), u)
-    w = d.mul_(eps)
-    p = exp_flush_(w.clamp(min=-1).log1p_().mul_(1 / eps))
-    s = w.add_(1).clamp_(min=torch.finfo(w.dtype).tiny)
-    return p, torch.div(p, s, out=s)
+    return entmax_terms_(F.e_sub_v(graph, x, t), eps, slope)
 
 
 def _threshold(graph, x, eps, n_bisect, max_iter):
     """Per destination and head ``t`` with ``sum_i exp_eps(x_i - t) = 1`` (``[N, H]``)."""
     degree = graph.in_degrees().unsqueeze(1)
-    lo = torch.where(degree > 0, F.copy_e_max(graph, x), 0.0)
-    width = log_bracket(eps, degree.clamp(min=1).to(x.dtype)).expand_as(lo)
-    convex = not bool((torch.as_tensor(eps) > 1).any())
-    precision = torch.finfo(x.dtype).eps
-    for _ in range(n_bisect if convex else max_iter):
-        width = width / 2
-        mid = lo + width
-        p, _ = _eval(graph, x, mid, eps, slope=False)
-        lo = torch.where(F.copy_e_sum(graph, p) >= 1, mid, lo)
-        if not convex and bool((width <= precision * (1 + lo.abs())).all()):
-            return lo
-    if not convex:
-        return lo
-    t, sizes, sparse = lo, None, torch.as_tensor(eps) == 1
-    for _ in range(max_iter):  # Newton from below: monotone for a convex decreasing sum
-        p, s = _eval(graph, x, t, eps, slope=True)
-        f = F.copy_e_sum(graph, p).sub_(1)
-        check_finite_sum(graph, f)
-        slope = F.copy_e_sum(graph, s)
-        step = torch.where(slope > 0, f / slope, 0.0)
-        t = t + step
-        sizes, last = torch.where(sparse, slope, 0.0), sizes  # support sizes (alpha = 2 heads)
-        rel = float((step.abs() / (1 + t.abs())).max())
-        stable = last is not None and torch.equal(sizes, last)
-        if rel <= 8 * precision or (rel <= precision ** (2 / 3) and stable):  # rounding: a
-            return t  # score within an ulp of the threshold may flip in and out of the support
-    warnings.warn(f"edge_entmax: threshold not converged in max_iter={max_iter} Newton steps",
-                  RuntimeWarning)
-    return t
+    return entmax_threshold(
+        x, eps, lo=torch.where(degree > 0, F.copy_e_max(graph, x), 0.0), degree=degree,
+        total=lambda p: F.copy_e_sum(graph, p), diff=lambda a, t: F.e_sub_v(graph, a, t),
+        check=lambda f: check_finite_sum(graph, f), n_bisect=n_bisect, max_iter=max_iter, name="edge_entmax")
 
 
 def _slope(graph, x, t, p, eps, need_alpha):
