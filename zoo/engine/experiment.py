@@ -28,16 +28,18 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     """Train every seed (the recipe's, or ``seeds``), skipping finished ones unless ``force``.
 
     Returns the summary (mean and sd of every final metric) also written to ``summary.json``.
-    Launched by torchrun, graph tasks train data-parallel and only rank 0 writes and prints
-    (other ranks return an empty dict); node classification refuses to. ``device``: ``cpu``
+    Launched by torchrun, graph tasks and sampled node tasks (``train.sampler``) train
+    data-parallel and only rank 0 writes and prints (other ranks return an empty dict); full-batch
+    node classification refuses to. ``device``: ``cpu``
     (default), ``cuda[:k]`` or ``auto``; it is not part of the recipe or its hash.
 
     >>> from zoo.engine.recipe import load_recipe                     # doctest: +SKIP
     >>> run_recipe(load_recipe("recipes/cora_gat.yaml"), seeds=[0, 1])  # doctest: +SKIP
     """
-    if requested_world_size() > 1 and recipe.task == "node_classification":
-        raise RecipeError(f"{recipe.name} is node classification: it trains full-batch on one graph and does not "
-                          "scale out with torchrun; run it as a single process (python tools/train.py ...)")
+    if requested_world_size() > 1 and recipe.task == "node_classification" and recipe.train.sampler is None:
+        raise RecipeError(f"{recipe.name} is full-batch node classification: one graph in one step does not "
+                          "scale out with torchrun; add train.sampler (mini-batches, e.g. --set "
+                          "train.sampler.fanouts=[10,10]) or run it as a single process (python tools/train.py ...)")
     card = _card_of(recipe)
     init_from_env()
     rank0 = is_main()
@@ -56,7 +58,9 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
             shutil.rmtree(seed_dir)
         barrier()
         if recipe.task == "node_classification":
-            data, train = load_node_dataset(recipe.dataset, split=seed), train_node_classifier
+            with main_first():  # rank 0 fills the dataset cache, the others read it
+                data = load_node_dataset(recipe.dataset, split=seed)
+            train = train_node_classifier
         else:
             if graph_data is None or per_seed_split:
                 with main_first():  # rank 0 fills the dataset cache, the others read it
