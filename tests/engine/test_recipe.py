@@ -174,3 +174,11 @@ def test_strictness_holds_through_the_chain(tmp_path, files, message):
     leaf = _write(tmp_path, "a.yaml", "base: b.yaml\nmodel: {heads: 2}\n")
     with pytest.raises(RecipeError, match=message):
         load_recipe(leaf)
+
+
+def test_an_epoch_cap_shrinks_the_index_warmup_with_the_lr_warmup():
+    full = load_recipe(RECIPES / "zinc_smiles_sparsegate_q.yaml")
+    short = load_recipe(RECIPES / "zinc_smiles_sparsegate_q.yaml", epochs=40)
+    assert (full.optim.epochs, full.optim.warmup_epochs, full.optim.q_warmup) == (2000, 50, 50)
+    assert (short.optim.warmup_epochs, short.optim.q_warmup) == (1, 1)  # round(50 * 40 / 2000)
+    assert load_recipe(RECIPES / "cora_ltga_edge.yaml", epochs=100).optim.q_warmup == 10  # 20 of 200

@@ -140,8 +140,9 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: in
     """Read a YAML recipe, apply ``a.b=value`` overrides and an epoch cap, and validate it.
 
     An epoch cap shorter than the recipe's schedule shrinks the learning-rate warm-up
-    (``optim.warmup_epochs``) in proportion, so a short run is the same schedule compressed,
-    not one stuck in warm-up.
+    (``optim.warmup_epochs``) and the index parameters' warm-up (``optim.q_warmup``, where the
+    recipe states one) in proportion, so a short run is the same schedule compressed, not one
+    stuck in warm-up.
 
     >>> r = load_recipe("recipes/cora_gat.yaml", ["model.heads=4"])  # doctest: +SKIP
     """
@@ -153,8 +154,9 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: in
     if epochs is not None:
         optim = raw.setdefault("optim", {})
         full = optim.get("epochs", OptimConfig.epochs)
-        if isinstance(full, int) and 0 < epochs < full and isinstance(optim.get("warmup_epochs"), int):
-            optim["warmup_epochs"] = round(optim["warmup_epochs"] * epochs / full)
+        for key in ("warmup_epochs", "q_warmup"):
+            if isinstance(full, int) and 0 < epochs < full and isinstance(optim.get(key), int):
+                optim[key] = round(optim[key] * epochs / full)
         optim["epochs"] = epochs
     return build_recipe(raw)
 
