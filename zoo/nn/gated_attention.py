@@ -159,6 +159,22 @@ def _dense_index(sizes: torch.Tensor, device: torch.device, align: int = 1) -> t
     return flat, mask.view(num_graphs, width)
 
 
+def _key_bias(mask: torch.Tensor, heads: int, dtype: torch.dtype, fill: float) -> torch.Tensor:
+    """``[B * heads, 1, L]``: 0 at real keys, ``fill`` at padded ones, the additive key mask of every
+    head. Made once per batch and kept on ``mask`` (the batch's cached :func:`dense_batch_index`
+    mask, shared by every layer), keyed by heads, dtype and fill."""
+    cache = getattr(mask, "_zoo_key_bias", None)
+    if cache is None:
+        cache = mask._zoo_key_bias = {}
+    key = (heads, dtype, fill)
+    if key not in cache:
+        batch, length = mask.shape
+        bias = torch.zeros(batch, 1, 1, length, dtype=dtype, device=mask.device).masked_fill(
+            ~mask[:, None, None, :], fill)
+        cache[key] = bias.expand(batch, heads, 1, length).reshape(batch * heads, 1, length)
+    return cache[key]
+
+
 class GatedMultiheadAttention(nn.Module):
     """Full self-attention within each graph of a batch, optionally gated (see module docstring).
 
@@ -307,9 +323,8 @@ class GatedMultiheadAttention(nn.Module):
         # 0). The other normalisers take -inf, their masked key (exact 0, not in the max or threshold)
         heads = self.heads
         fill = torch.finfo(x.dtype).min if self.normaliser == "softmax" else -math.inf
-        bias = x.new_zeros(batch, 1, 1, length).masked_fill(~mask[:, None, None, :], fill)
         scores = torch.baddbmm(
-            bias.expand(batch, heads, 1, length).reshape(batch * heads, 1, length),
+            _key_bias(mask, heads, x.dtype, fill),
             q.reshape(batch * heads, length, self.head_dim),
             k.reshape(batch * heads, length, self.head_dim).transpose(1, 2),
             alpha=1.0 / math.sqrt(self.head_dim),
