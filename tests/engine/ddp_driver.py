@@ -1,20 +1,73 @@
-"""Launched by test_distributed.py, as one process or under torchrun: trains a tiny SigGate-GT
-without BatchNorm or dropout on a toy CSV, so that both launches must reach the same weights."""
+"""Launched by test_distributed.py under torchrun (its single-process reference calls the same
+functions in the test's process). Modes:
+
+* ``graph CSV CACHE OUT``: a tiny SigGate-GT without BatchNorm or dropout on a toy CSV;
+* ``node OUT``: a sampled LTGA-Edge (full neighbourhoods, no dropout) on a small synthetic graph;
+* ``exit``: the exit after a collective that deadlocked torch 2.2's gloo teardown (see
+  ``zoo.engine.distributed._shutdown``): the collective's tensors and work are dropped by Python
+  first, so gloo's worker thread frees them, and the process exits at once without yielding the GIL.
+"""
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import dgl
+import torch
+import torch.distributed as dist
 
 from zoo.data.csv_source import load_csv_dataset
+from zoo.data.synthetic import synthetic_sbm_graph
 from zoo.engine.distributed import init_from_env, main_first
 from zoo.engine.graph_trainer import train_graph_model
+from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import build_recipe
 
-if __name__ == "__main__":
-    csv, cache, out = map(Path, sys.argv[1:4])
-    init_from_env()
+NODE_RECIPE = {"dataset": "toy", "name": "toy_ltga_edge_sampled", "seeds": [0],
+               "model": {"name": "ltga", "hidden": 4, "heads": 2, "q_mode": "edge", "dropout": 0.0,
+                         "attn_dropout": 0.0},
+               "optim": {"epochs": 4, "patience": 50, "q_warmup": 1, "lr": 0.02},
+               # 60 training nodes: 3 batches of 20 a epoch, 10 per rank with 2 ranks
+               "train": {"sampler": {"fanouts": [-1, -1], "batch_size": 20, "eval_batch_size": 32}}}
+
+
+def graph_run(csv: Path, cache: Path, out: Path) -> dict:
     with main_first():
         data = load_csv_dataset(csv, "smiles", ["a", "b"], split="random", cache_root=cache, progress=False)
     recipe = build_recipe({"dataset": "zinc_smiles", "name": "toy", "task": "graph_regression",
                            "model": {"name": "siggate_gt", "dim": 16, "heads": 2, "layers": 2, "local": "gine",
                                      "pe": "none", "norm": "layer", "dropout": 0.0, "attn_dropout": 0.0},
                            "optim": {"epochs": 3, "batch_size": 8, "lr": 0.01}})
-    train_graph_model(recipe, data, seed=0, run_dir=out, progress=False)
+    return train_graph_model(recipe, data, seed=0, run_dir=out, progress=False)
+
+
+def node_data() -> SimpleNamespace:
+    """120 nodes, 60 of them training nodes (an even count: no node sits out an epoch on 2 ranks)."""
+    g = synthetic_sbm_graph(120, 600, num_classes=3, homophily=0.7, num_features=6, split=(0.5, 0.25, 0.25), seed=3)
+    graph = dgl.add_self_loop(dgl.graph(g.edges(), num_nodes=g.num_nodes()))
+    return SimpleNamespace(graph=graph, features=g.ndata["feat"], labels=g.ndata["label"], num_classes=3, split=0,
+                           train_mask=g.ndata["train_mask"], val_mask=g.ndata["val_mask"],
+                           test_mask=g.ndata["test_mask"], card={"metric": "accuracy"})
+
+
+def node_run(out: Path) -> dict:
+    return train_node_classifier(build_recipe(NODE_RECIPE), node_data(), seed=0, run_dir=out, progress=False)
+
+
+def exit_after_a_collective() -> None:
+    sys.setswitchinterval(10.0)  # the main thread keeps the GIL until it blocks, as on a busy CPU
+    outputs = [torch.empty(1000) for _ in range(dist.get_world_size())]
+    work = dist.all_gather(outputs, torch.arange(1000.0), async_op=True)
+    del outputs
+    work.wait()
+    del work
+
+
+if __name__ == "__main__":
+    init_from_env()
+    mode, paths = sys.argv[1], list(map(Path, sys.argv[2:]))
+    if mode == "graph":
+        graph_run(*paths)
+    elif mode == "node":
+        node_run(*paths)
+    else:
+        exit_after_a_collective()

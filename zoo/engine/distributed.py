@@ -45,9 +45,20 @@ def init_from_env() -> bool:
 
 
 def _shutdown() -> None:
-    """Close the process group at exit (no barrier: a rank that failed must not wait for the others)."""
+    """Close the process group at exit (no barrier: a rank that failed must not wait for the others).
+
+    The gloo backend is destroyed by dropping a reference held here, not inside
+    ``destroy_process_group``. In torch 2.2 the ProcessGroup's destructor runs with the GIL held
+    and waits for gloo's worker threads; a worker that still holds the last reference to a
+    finished collective's tensors needs the GIL to free them. A rank that exits within moments of
+    its last collective (rank 1 skips the writing) then deadlocks: the hang of the 2-rank test
+    (pytorch/pytorch#56297). Left to interpreter shutdown instead, the same late free aborts the
+    process. The backend's own Python binding releases the GIL before destroying it.
+    """
     if dist.is_initialized():
+        backend = dist.group.WORLD._get_backend(torch.device("cpu"))
         dist.destroy_process_group()
+        del backend  # ~ProcessGroupGloo here, with the GIL released
 
 
 def world() -> tuple[int, int]:
@@ -132,3 +143,20 @@ def sharded_predict(predict, model, loader: DataLoader) -> tuple[torch.Tensor, t
     dist.all_gather_object(gathered, local)
     pieces = [p for p in gathered if p is not None]
     return torch.cat([o for o, _ in pieces]), torch.cat([t for _, t in pieces])
+
+
+def gather_rows(local: torch.Tensor, counts: list[int]) -> torch.Tensor:
+    """Every rank's ``local`` rows (rank r holds ``counts[r]`` of them) stacked in rank order; the
+    ranks must call it together. ``local`` itself in a single process.
+
+    >>> gather_rows(torch.ones(2, 3), [2]).shape
+    torch.Size([2, 3])
+    """
+    size = world()[1]
+    if size == 1:
+        return local
+    padded = local.new_zeros((max(counts), *local.shape[1:]))  # gloo gathers equal shapes
+    padded[:len(local)] = local
+    pieces = [torch.empty_like(padded) for _ in range(size)]
+    dist.all_gather(pieces, padded)
+    return torch.cat([piece[:count] for piece, count in zip(pieces, counts)])

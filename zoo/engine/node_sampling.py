@@ -24,6 +24,7 @@ import torch
 from dgl.nn import GraphConv
 from torch import nn
 
+from zoo.engine.distributed import gather_rows
 from zoo.models.capabilities import HasLTGALayers
 from zoo.nn.ltga_conv import LTGAConv
 
@@ -53,16 +54,37 @@ def neighbour_loader(graph, nodes: torch.Tensor, fanouts: list[int], batch_size:
                                       shuffle=False, drop_last=False, device=graph.device)
 
 
-def shuffled_batches(graph, nodes: torch.Tensor, fanouts: list[int], batch_size: int):
+def shuffled_batches(graph, nodes: torch.Tensor, fanouts: list[int], batch_size: int, generator: torch.Generator,
+                     rank: int = 0, world_size: int = 1):
     """One epoch of mini-batches over ``nodes`` in a random order, with sampled neighbourhoods.
 
-    The order and DGL's sampling seed are drawn from torch's generator, whose state the
-    checkpoints keep, so a resumed run draws the same batches and neighbours. (DGL's own shuffle
-    permutes the previous epoch's order in place and DGL's generator state cannot be saved.)
+    The order and DGL's sampling seed are drawn from ``generator`` (the trainer seeds one per
+    epoch, so a resumed run draws the same batches and neighbours; DGL's own shuffle permutes the
+    previous epoch's order in place and its generator state cannot be saved). With
+    ``world_size`` > 1 (torchrun) every rank draws the same order and batches of
+    ``batch_size`` nodes, and gets ``batch_size // world_size`` nodes of each from DGL's
+    DDP-aware DataLoader (``use_ddp=True``): the ranks' batches make up the single-process ones.
+    The last ``len(nodes) % world_size`` nodes of the order sit out that epoch.
+
+    >>> batches = shuffled_batches(g, train_nodes, [10, 10], 1024, torch.Generator().manual_seed(0))  # doctest: +SKIP
     """
-    order = torch.randperm(len(nodes))
-    dgl.seed(int(torch.randint(0, 2**31 - 1, ())))
-    return _iterate(neighbour_loader(graph, nodes[order.to(nodes.device)], fanouts, batch_size))
+    order = nodes[torch.randperm(len(nodes), generator=generator).to(nodes.device)]
+    dgl.seed(int(torch.randint(0, 2**31 - 1, (), generator=generator)))
+    if world_size == 1:
+        return _iterate(neighbour_loader(graph, order, fanouts, batch_size))
+    if batch_size % world_size:
+        raise ValueError(f"train.sampler.batch_size={batch_size} does not split over {world_size} ranks; use a "
+                         f"multiple of {world_size}, e.g. --set train.sampler.batch_size="
+                         f"{batch_size - batch_size % world_size or world_size}")
+    # DGL gives rank r the r-th contiguous slice of the node list: lay the list out so that this
+    # slice is, batch after batch, the r-th part of each single-process batch
+    kept = order[:len(order) - len(order) % world_size]
+    parts = [batch.view(world_size, -1) for batch in kept.split(batch_size)]
+    laid_out = torch.cat([part[r] for r in range(world_size) for part in parts])
+    loader = dgl.dataloading.DataLoader(graph, laid_out, dgl.dataloading.NeighborSampler(fanouts),
+                                        batch_size=batch_size // world_size, shuffle=False, drop_last=False,
+                                        use_ddp=True, device=graph.device)
+    return _iterate(loader)
 
 
 def _iterate(loader: dgl.dataloading.DataLoader):
@@ -77,23 +99,26 @@ def sampled_forward(model: nn.Module, graph, blocks: list, features: torch.Tenso
     """The model on a mini-batch: logits of the last block's destination nodes.
 
     ``graph`` is the full graph the blocks were sampled from (GCN's degrees); ``features`` are
-    those of ``blocks[0].srcdata[dgl.NID]``. The model must have one graph layer per block.
+    those of ``blocks[0].srcdata[dgl.NID]``. The model must have one graph layer per block;
+    ``model`` may be wrapped in ``DistributedDataParallel`` (the wrapper runs the forward).
 
     >>> input_nodes, output_nodes, blocks = next(iter(neighbour_loader(g, seeds, [10, 10], 64)))  # doctest: +SKIP
     >>> logits = sampled_forward(model, g, blocks, g.ndata["feat"][input_nodes])
     """
-    layers = graph_layers(model)
+    inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    layers = graph_layers(inner)
     if not layers:
-        raise ValueError(f"{type(model).__name__} has no graph layers (submodules whose forward takes the graph "
+        raise ValueError(f"{type(inner).__name__} has no graph layers (submodules whose forward takes the graph "
                          "first), so it cannot run on sampled blocks: train it full batch (remove train.sampler)")
     if len(layers) != len(blocks):
-        raise ValueError(f"{type(model).__name__} has {len(layers)} graph layers but the sampler gives "
+        raise ValueError(f"{type(inner).__name__} has {len(layers)} graph layers but the sampler gives "
                          f"{len(blocks)} blocks: give one fanout per layer (train.sampler.fanouts)")
-    with _on_blocks(graph, list(zip(layers, blocks)), type(model).__name__):
+    with _on_blocks(graph, list(zip(layers, blocks)), type(inner).__name__):
         return model(blocks[0], features)
 
 
-def layerwise_forward(model: nn.Module, graph, features: torch.Tensor, chunk_size: int) -> torch.Tensor:
+def layerwise_forward(model: nn.Module, graph, features: torch.Tensor, chunk_size: int,
+                      shard: tuple[int, int] = (0, 1)) -> torch.Tensor:
     """The model's output for every node of ``graph``, one graph layer at a time over chunks of
     ``chunk_size`` destination nodes with their full in-neighbourhoods: the full-batch forward
     up to float rounding, in bounded memory. Run it under ``torch.no_grad()`` in eval mode.
@@ -102,13 +127,20 @@ def layerwise_forward(model: nn.Module, graph, features: torch.Tensor, chunk_siz
     whole graph's ``[E, H]`` attention, as in a full-batch forward: that layer is run twice, once
     to collect its attention over all chunks, once with the hook's result.
 
+    ``shard=(rank, world_size)`` (every rank of a torchrun group must call it): each rank computes
+    each layer for its contiguous share of the nodes and the shares are gathered, so every rank
+    ends with all outputs for a ``1 / world_size`` share of the work.
+
     >>> with torch.no_grad():                                        # doctest: +SKIP
     ...     logits = layerwise_forward(model.eval(), g, g.ndata["feat"], chunk_size=4096)
     """
     layers = graph_layers(model)
     nodes = torch.arange(graph.num_nodes(), device=graph.device)
-    loader = dgl.dataloading.DataLoader(graph, nodes, dgl.dataloading.MultiLayerFullNeighborSampler(1),
-                                        batch_size=chunk_size, shuffle=False, device=graph.device)
+    chunks = lambda ids: dgl.dataloading.DataLoader(graph, ids, dgl.dataloading.MultiLayerFullNeighborSampler(1),
+                                                    batch_size=chunk_size, shuffle=False, device=graph.device)
+    rank, world_size = shard
+    shares = nodes.tensor_split(world_size)
+    loader, own = chunks(nodes), chunks(shares[rank])
     previous = None
     for index, layer in enumerate(layers):
         hook = layer.attention_override if isinstance(layer, LTGAConv) else None
@@ -117,7 +149,8 @@ def layerwise_forward(model: nn.Module, graph, features: torch.Tensor, chunk_siz
                 attention = _collected_attention(model, layers, index, graph, loader, features, previous)
                 attention = hook(graph, attention)
                 layer.attention_override = lambda block, _, full=attention: full[block.edata[dgl.EID]]
-            previous = _layer_output(model, layers, index, graph, loader, features, previous)
+            output = _layer_output(model, layers, index, graph, own, features, previous)
+            previous = output if world_size == 1 else gather_rows(output[shares[rank]], [len(s) for s in shares])
         finally:
             if hook is not None:
                 layer.attention_override = hook

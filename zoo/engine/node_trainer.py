@@ -1,5 +1,15 @@
 """Node classification: Adam, early stopping on validation loss, resumable; full batch, or
-mini-batches of sampled neighbourhoods when the recipe has ``train.sampler``."""
+mini-batches of sampled neighbourhoods when the recipe has ``train.sampler``, data-parallel
+under torchrun (``torchrun --nproc_per_node N tools/train.py RECIPE``, gloo on the CPU).
+
+Under torchrun every rank holds the graph and draws the same shuffled batches of
+``train.sampler.batch_size`` training nodes; DGL's DDP-aware DataLoader gives each rank its
+``batch_size / N`` of every batch, DistributedDataParallel averages the gradients (the
+single-process mean over the batch, as the parts are equal), layer-wise evaluation splits the
+nodes over the ranks and gathers them, and only rank 0 writes. Differs from one process: dropout
+masks come from each rank's generator, the Shannon prior on per-edge q is averaged per rank, the
+curves' q statistics are of rank 0's part of the last batch, and an epoch leaves out
+``len(train nodes) % N`` nodes of its order."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,6 +22,7 @@ from torch.utils.tensorboard import SummaryWriter
 from zoo.analysis.counterfactuals import ltga_diagnostics
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
+from zoo.engine.distributed import all_sum, is_main, world
 from zoo.engine.epoch_loop import finish, run_epochs
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.node_sampling import LayerwiseInference, layerwise_forward, sampled_forward, shuffled_batches
@@ -41,7 +52,10 @@ def train_node_classifier(
 
     With ``recipe.train.sampler`` each epoch steps through mini-batches of training nodes with
     their sampled neighbourhoods (:mod:`zoo.engine.node_sampling`), and every evaluation, the
-    final metrics and the LTGA diagnostics run layer-wise over all nodes in chunks.
+    final metrics and the LTGA diagnostics run layer-wise over all nodes in chunks. Each epoch's
+    order, DGL's sampling seed and torch's generator (dropout) are seeded from ``seed`` and the
+    epoch (and the rank, for dropout), so a resumed run, on any number of ranks, continues exactly.
+    Under torchrun the epochs run data-parallel (module docstring); other ranks return ``{}``.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -55,6 +69,11 @@ def train_node_classifier(
     masks = {"train": data.train_mask, "val": data.val_mask, "test": data.test_mask}
     main_metric = data.card.get("metric", "accuracy")
     sampler = recipe.train.sampler
+    rank, world_size = world()
+    if world_size > 1 and (sampler is None or device.type != "cpu"):
+        raise ValueError(f"{recipe.name} under torchrun: node training scales out with train.sampler on CPU ranks "
+                         "(gloo); add train.sampler and use --device cpu, or run one process")
+    trained = model if world_size == 1 else torch.nn.parallel.DistributedDataParallel(model)
 
     def step(loss: torch.Tensor, epoch: int) -> None:
         (loss + _shannon_prior(model, recipe.optim.q_prior)).backward()
@@ -78,31 +97,35 @@ def train_node_classifier(
         train_nodes = masks["train"].nonzero().squeeze(1)
 
         def train_epoch(epoch: int) -> dict:
-            model.train()
+            trained.train()
+            torch.manual_seed(_epoch_seed(seed, epoch, rank))  # dropout
+            order = torch.Generator().manual_seed(_epoch_seed(seed, epoch))  # the same on every rank
             total, count = 0.0, 0
             for input_nodes, output_nodes, blocks in shuffled_batches(data.graph, train_nodes, sampler.fanouts,
-                                                                      sampler.batch_size):
+                                                                      sampler.batch_size, order, rank, world_size):
                 for optimizer in optimizers:
                     optimizer.zero_grad()
-                logits = sampled_forward(model, data.graph, blocks, data.features[input_nodes])
+                logits = sampled_forward(trained, data.graph, blocks, data.features[input_nodes])
                 loss = F.cross_entropy(logits, data.labels[output_nodes])
                 step(loss, epoch)
                 total, count = total + float(loss) * len(output_nodes), count + len(output_nodes)
-            return {"train_loss": total / count, **index_trajectory(model)}
+            return {"train_loss": all_sum(total) / all_sum(count), **index_trajectory(model)}
 
         def predict() -> torch.Tensor:
-            return layerwise_forward(model, data.graph, data.features, sampler.eval_batch_size)
+            return layerwise_forward(model, data.graph, data.features, sampler.eval_batch_size, (rank, world_size))
 
     state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
                        patience=recipe.optim.patience, train_epoch=train_epoch,
                        evaluate=lambda: _evaluate_losses(model, predict, data, masks, main_metric), monitor="val_loss",
                        mode="min", desc=f"{recipe.name} seed {seed}", progress=progress, on_epoch_end=on_epoch_end)
     model.load_state_dict(state["best_model"])
-    save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
-                    run_dir / "best.pt")
     model.eval()
     with torch.no_grad():
         logits = predict()
+    if not is_main():
+        return {}
+    save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
+                    run_dir / "best.pt")
     final = {split: classification_metrics(logits[mask], data.labels[mask]) for split, mask in masks.items()}
     chunk_size = None if sampler is None else sampler.eval_batch_size
     diagnostics = _attention_diagnostics(model, data, masks["test"], main_metric, seed, run_dir, chunk_size)
@@ -141,6 +164,11 @@ def _attention_diagnostics(model, data, mask, main_metric: str, seed: int, run_d
         for key, value in diagnostics["counterfactual"].items():
             writer.add_scalar(f"counterfactual/{key}", value)
     return diagnostics
+
+
+def _epoch_seed(seed: int, epoch: int, rank: int | None = None) -> int:
+    """A seed for one epoch of run ``seed`` (and one rank), independent of what ran before it."""
+    return (seed * 1_000_003 + epoch) * 1_009 + (0 if rank is None else rank + 1)
 
 
 def _optimizers(model, optim) -> list[torch.optim.Optimizer]:
