@@ -38,7 +38,8 @@ SOURCE_FIELDS = {"dgl": {"dgl_class", "url", "raw_folder", "files"},
                  "ogb": {"ogb_name", "url"},
                  "csv": {"url", "raw_folder", "files", "file_urls", "smiles_column"},
                  "dgllife": {"dgllife_class", "dgllife_zip", "url", "raw_folder", "files", "file_urls", "smiles_column",
-                             "target_columns"}}
+                             "target_columns"},
+                 "synthetic": {"parameters"}}
 
 
 def _sources(card):
@@ -59,7 +60,7 @@ def _offline_folder(source, zoo_data):
 def test_shipped_cards_come_from_the_checkout_datasets_folder(monkeypatch):
     monkeypatch.delenv("ZOO_CARDS", raising=False)
     assert package_cards_dir() == REPO / "datasets" and cards_dirs() == [REPO / "datasets"]
-    assert list_cards() == SHIPPED and len(SHIPPED) == 20
+    assert list_cards() == SHIPPED and len(SHIPPED) == 22
     assert card_path("cora") == REPO / "datasets" / "cora.yaml"
 
 
@@ -133,7 +134,7 @@ def test_card_schema(name):
     assert card["title"] and card["citation"] and card["split"]["protocol"]
     assert card["metric"] in METRICS[card["task"]]
     if card["task"] == "node_classification":
-        assert card["source"]["kind"] == "dgl" and card["num_classes"] >= 2
+        assert card["source"]["kind"] in ("dgl", "synthetic") and card["num_classes"] >= 2
         assert card["split"]["num_splits"] in (1, 10)
         assert card["metric"] == ("roc_auc" if card["num_classes"] == 2 else "accuracy")
     else:
@@ -141,6 +142,9 @@ def test_card_schema(name):
         assert card["split"]["split_source"]
     for source in _sources(card):
         assert SOURCE_FIELDS[source["kind"]] <= set(source)
+        if source["kind"] == "synthetic":  # generated: no files, no url
+            assert set(source) == {"kind", "parameters"}
+            continue
         assert source["url"].startswith("http")
         hashes = list((source.get("files") or {}).values())
         assert all(h is None or re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes)
@@ -169,7 +173,7 @@ def test_dgl_card_matches_dgl_url_folder_and_published_md5s(name, tmp_path, monk
 
 @pytest.mark.parametrize("name", list_cards())
 def test_every_checksum_names_its_source(name):
-    for source in _sources(load_card(name)):
+    for source in [s for s in _sources(load_card(name)) if s["kind"] != "synthetic"]:  # synthetic: no files
         assert source.get("checksum_source"), "say where the card's checksums come from (or that none is published)"
         pinned = [h for h in [*(source.get("files") or {}).values(), source.get("archive_sha256")] if h]
         assert ("hashed here" in source["checksum_source"]) == bool(pinned)
@@ -232,7 +236,7 @@ def test_card_checks_name_and_fallback_split(tmp_path):
         check_card(molhiv, tmp_path / "molhiv.yaml")
     node = yaml.safe_load((REPO / "datasets" / "cora.yaml").read_text())
     node["source"]["kind"] = "csv"
-    with pytest.raises(DatasetError, match="node_classification cards need source.kind: dgl"):
+    with pytest.raises(DatasetError, match="node_classification cards need source.kind: dgl or synthetic"):
         check_card(node, tmp_path / "cora.yaml")
     node = yaml.safe_load((REPO / "datasets" / "cora.yaml").read_text())
     del node["source"]["archive"]
@@ -246,6 +250,8 @@ def test_card_checks_name_and_fallback_split(tmp_path):
 @pytest.mark.parametrize("name", list_cards())
 def test_card_loads_from_its_offline_copy(name, zoo_data, zoo_cache):
     card = load_card(name)
+    if card["source"]["kind"] == "synthetic":
+        pytest.skip(f"{name} is generated (no offline copy); test_node_datasets loads a small synthetic card")
     present = [s for s in _sources(card) if _offline_folder(s, zoo_data).is_dir()]
     if not present:
         pytest.skip(f"{name}: no offline copy in {zoo_data} (" + ", ".join(
@@ -285,3 +291,20 @@ def test_a_dotted_path_a_card_names_that_cannot_be_imported_is_named(key, dotted
     assert str(info.value).startswith(f"{card_path('esol')}: ") and "\n" not in str(info.value)
     card["source"][key] = "zoo.data.molecules.penalized_logp"
     assert import_source_object(card, key) is penalized_logp
+
+
+def test_synthetic_card_schema(tmp_path):
+    card = yaml.safe_load((REPO / "datasets" / "synthetic_sbm_100k.yaml").read_text())
+    check_card(card, tmp_path / "synthetic_sbm_100k.yaml")  # the shipped card passes
+    assert card["source"]["parameters"]["num_classes"] == card["num_classes"]
+    for change, message in [
+        (lambda c: c["source"].pop("parameters"), "source of kind synthetic lacks 'parameters'"),
+        (lambda c: c["source"].update(parameters=[1000, 10000]), "source.parameters must map synthetic_sbm_graph's"),
+        (lambda c: c.update(task="graph_regression", num_tasks=1, featurizer="ogb-smiles2graph", metric="mae",
+                            split={"protocol": "random", "split_source": "x"}),
+         "source.kind synthetic generates node-classification graphs"),
+    ]:
+        broken = yaml.safe_load((REPO / "datasets" / "synthetic_sbm_100k.yaml").read_text())
+        change(broken)
+        with pytest.raises(DatasetError, match=re.escape(message)):
+            check_card(broken, tmp_path / "synthetic_sbm_100k.yaml")

@@ -20,6 +20,7 @@ from zoo.data import (
     load_node_dataset,
 )
 from zoo.data.cards import card_path
+from zoo.data.synthetic import synthetic_sbm_graph
 from zoo.engine.experiment import run_recipe
 from zoo.engine.recipe import load_recipe
 
@@ -284,3 +285,39 @@ def test_a_new_dgl_node_dataset_needs_only_its_card(zoo_data, tmp_path, monkeypa
     assert metrics["num_parameters"] == (1433 * 16 + 16) + (16 * 7 + 7)  # Cora's features in, its 7 classes out
     assert 0 <= metrics["final"]["test"]["accuracy"] <= 1
     assert (tmp_path / "cache" / "cora_v2_d697a464").is_dir()  # the card's raw folder, mirrored from ZOO_DATA
+
+
+def _synthetic_card(folder, **parameters):
+    """A small synthetic card in ``folder`` (a ``$ZOO_CARDS`` entry): the shipped 100k card, resized."""
+    card = yaml.safe_load((card_path("synthetic_sbm_100k")).read_text())
+    card["name"] = "tiny_sbm"
+    card["source"]["parameters"].update(num_nodes=300, num_edges=2400, **parameters)
+    (folder / "tiny_sbm.yaml").write_text(yaml.safe_dump(card))
+    return card
+
+
+def test_a_synthetic_card_loads_the_generators_graph(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_CARDS", str(tmp_path))
+    card = _synthetic_card(tmp_path)
+    data = load_node_dataset("tiny_sbm", split=3)
+    expected = synthetic_sbm_graph(**card["source"]["parameters"])  # the generator called directly
+    assert data.split == 0 and data.num_classes == 5 and data.graph.num_nodes() == 300
+    # the loader's graph: the generated edges (no self-loops) plus one self-loop per node
+    src, dst = data.graph.edges()
+    loops = src == dst
+    assert int(loops.sum()) == 300 and data.graph.num_edges() == 2400 + 300
+    assert sorted(zip(src[~loops].tolist(), dst[~loops].tolist())) == sorted(zip(*(t.tolist() for t in expected.edges())))
+    torch.testing.assert_close(data.features, expected.ndata["feat"])
+    assert torch.equal(data.labels, expected.ndata["label"])
+    for name in ("train_mask", "val_mask", "test_mask"):
+        assert torch.equal(getattr(data, name), expected.ndata[name])
+
+
+def test_a_synthetic_card_with_a_bad_parameter_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_CARDS", str(tmp_path))
+    _synthetic_card(tmp_path, num_nodez=5)
+    with pytest.raises(DatasetError, match="tiny_sbm.yaml: source.parameters .* do not fit synthetic_sbm_graph"):
+        load_node_dataset("tiny_sbm")
+    _synthetic_card(tmp_path, homophily=1.5)
+    with pytest.raises(DatasetError, match=r"source.parameters: homophily=1.5 must be in \[0, 1\]"):
+        load_node_dataset("tiny_sbm")

@@ -29,8 +29,12 @@ SOURCE_KEYS = {
     "csv": ("url", "raw_folder", "files", "file_urls", "smiles_column"),
     "dgllife": ("dgllife_class", "dgllife_zip", "url", "raw_folder", "files", "file_urls", "smiles_column",
                 "target_columns"),
+    "synthetic": ("parameters",),
 }
 """Each ``source.kind`` with the source fields it needs."""
+NODE_KINDS = ("dgl", "synthetic")
+"""The source kinds of node-classification cards (``synthetic``: ``zoo.data.synthetic_sbm_graph``
+called with the card's ``source.parameters``)."""
 CSV_SPLITS = ("fixed_index_file", "scaffold", "random")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MD5 = re.compile(r"[0-9a-f]{32}")
@@ -135,8 +139,12 @@ def _problems(card: dict, path: Path) -> list[str]:
     keys = ("protocol", "num_splits") if task == "node_classification" else ("protocol", "split_source")
     problems += _split_problems(split, keys, "split")
     problems += _source_problems(card["source"], split, "source")
-    if task == "node_classification" and isinstance(card["source"], dict) and card["source"].get("kind") != "dgl":
-        problems.append("node_classification cards need source.kind: dgl")
+    if task == "node_classification" and isinstance(card["source"], dict) and \
+            card["source"].get("kind") not in NODE_KINDS:
+        problems.append(f"node_classification cards need source.kind: {' or '.join(NODE_KINDS)}")
+    elif task != "node_classification" and isinstance(card["source"], dict) and card["source"].get("kind") in \
+            ("synthetic",):
+        problems.append("source.kind synthetic generates node-classification graphs; set task: node_classification")
     if "fallback" in card:
         fallback_split = card["fallback"].get("split") if isinstance(card["fallback"], dict) else None
         problems += _split_problems(fallback_split, keys, "fallback.split")
@@ -165,6 +173,10 @@ def _source_problems(source: object, split: object, where: str) -> list[str]:
     if kind not in SOURCE_KEYS:
         return [f"{where}.kind {kind!r} is not one of {', '.join(SOURCE_KEYS)}"]
     problems = [f"{where} of kind {kind} lacks {key!r}" for key in SOURCE_KEYS[kind] if key not in source]
+    if kind == "synthetic":
+        return problems if isinstance(source.get("parameters", {}), dict) else [
+            f"{where}.parameters must map synthetic_sbm_graph's arguments to values, e.g. {{num_nodes: 1000, "
+            f"num_edges: 10000}}"]
     files = source.get("files") or {}
     if not isinstance(files, dict):
         return [f"{where}.files must map each file name to its sha256"]

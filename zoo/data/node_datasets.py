@@ -1,7 +1,9 @@
-"""Node-classification datasets: a card in (``source.kind: dgl``), DGL's dataset class underneath,
-one split out."""
+"""Node-classification datasets: a card in (``source.kind: dgl``: DGL's dataset class underneath;
+``synthetic``: :func:`zoo.data.synthetic.synthetic_sbm_graph` with the card's parameters), one
+split out."""
 from __future__ import annotations
 
+import inspect
 import operator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -12,6 +14,7 @@ import torch
 from zoo.data.cards import DatasetError, card_path, load_card
 from zoo.data.dgl_source import build_dgl, dgl_class, ensure_dgl_raw_folder
 from zoo.data.mirror import resolve_roots
+from zoo.data.synthetic import synthetic_sbm_graph
 
 MASKS = ("train_mask", "val_mask", "test_mask")
 
@@ -63,11 +66,29 @@ def load_node_dataset(
             "load_node_dataset only loads node_classification cards."
         )
     index = _split_index(card, split)
+    if card["source"]["kind"] == "synthetic":
+        return _synthetic(card, index)
     cls = dgl_class(card)
     data_root, cache_root, offline = resolve_roots(data_root, cache_root, offline)
     ensure_dgl_raw_folder(card, cls, data_root=data_root, cache_root=cache_root, offline=offline)
     dataset = build_dgl(card, cls, cache_root)
     return _node_data(card, dataset[0], dataset.num_classes, index)
+
+
+def _synthetic(card: dict, index: int) -> NodeData:
+    """The card's generated graph: ``synthetic_sbm_graph(**source.parameters)`` (no files)."""
+    parameters = card["source"]["parameters"]
+    try:
+        arguments = inspect.signature(synthetic_sbm_graph).bind(**parameters)
+    except TypeError as err:
+        raise DatasetError(f"{card_path(card['name'])}: source.parameters {parameters} do not fit "
+                           f"synthetic_sbm_graph ({err}); see help(zoo.data.synthetic_sbm_graph)") from None
+    arguments.apply_defaults()
+    try:
+        g = synthetic_sbm_graph(**arguments.arguments)
+    except ValueError as err:
+        raise DatasetError(f"{card_path(card['name'])}: source.parameters: {err}") from None
+    return _node_data(card, g, arguments.arguments["num_classes"], index)
 
 
 def _split_index(card: dict, split: int) -> int:
