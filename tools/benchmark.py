@@ -12,6 +12,9 @@
     python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt --normaliser qsoftmax
                                                         # learned q-softmax global attention vs SigGate-GT (issue 18)
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
+    python tools/benchmark.py scale                     # LTGA-Edge seeds/s and peak RSS: full batch vs mini-batch
+                                                        # vs 2 torchrun ranks, synthetic graphs of 1e5 and 1e6 nodes
+    python tools/benchmark.py scale --nodes 2000 --batches 2   # a tiny run (seconds)
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.benchmarks.models import benchmark_aggregate, benchmark_gps, benchmark_layers  # noqa: E402
 from tools.benchmarks.ops import run as benchmark_ops  # noqa: E402
+from tools.benchmarks.scale import MODES as SCALE_MODES  # noqa: E402
+from tools.benchmarks.scale import run as benchmark_scale  # noqa: E402
 
 
 def _ops(args: argparse.Namespace) -> None:
@@ -43,6 +48,11 @@ def _gps(args: argparse.Namespace) -> None:
 def _aggregate(args: argparse.Namespace) -> None:
     benchmark_aggregate(nodes=args.nodes, edges=int(float(args.edges)), heads=args.heads, feats=args.features,
                         repeats=args.repeats)
+
+
+def _scale(args: argparse.Namespace) -> None:
+    benchmark_scale(sizes=[int(float(n)) for n in args.nodes], modes=args.modes, recipe=args.recipe,
+                    batches=args.batches, repeats=args.repeats, timeout=args.timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,6 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     aggregate.add_argument("--features", type=int, default=64, help="features per head (default 64)")
     aggregate.add_argument("--repeats", type=int, default=5, help="timed runs per op (median)")
     aggregate.set_defaults(func=_aggregate)
+    scale = commands.add_parser("scale", help="seeds/s and peak RSS: full batch, mini-batch, 2 ranks (issue 17)")
+    scale.add_argument("--nodes", nargs="+", default=["1e5", "1e6"], help="synthetic graph sizes in nodes "
+                                                                          "(10 edges a node; default 1e5 1e6)")
+    scale.add_argument("--modes", nargs="+", choices=SCALE_MODES, default=list(SCALE_MODES),
+                       help="full batch, mini-batch on one process, mini-batch on 2 torchrun ranks")
+    scale.add_argument("--recipe", default="recipes/cora_ltga_edge_sampled.yaml",
+                       help="the node recipe whose model and train.sampler run (default: LTGA-Edge, fanouts [10, 10])")
+    scale.add_argument("--batches", type=int, default=20, help="timed mini-batches per run (default 20)")
+    scale.add_argument("--repeats", type=int, default=1, help="timed full-batch steps per run (default 1)")
+    scale.add_argument("--timeout", type=float, default=3600, help="seconds before a run is stopped")
+    scale.set_defaults(func=_scale)
     args = parser.parse_args(argv)
     args.func(args)
     return 0

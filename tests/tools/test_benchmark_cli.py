@@ -96,3 +96,25 @@ def test_gps_train_step_with_a_recipe_steps_a_learned_q_with_its_own_optimiser()
     (a,) = model.index_parameters()
     _train_step(model, lambda m: m(batch).sum(), OptimConfig(optimizer="adamw", q_lr=0.1))()
     assert torch.all(a.abs() > 0.05) and a.grad is None  # one Adam step of about q_lr, then zeroed
+
+
+def test_cli_scale_prints_seeds_per_second_and_peak_rss(capsys):
+    """A tiny graph in a fresh worker process: 400 nodes, 200 of them training nodes, all in one
+    batch of the recipe's 1024 (the timed batch of epoch 1)."""
+    assert benchmark_cli.main(["scale", "--nodes", "400", "--modes", "sampled", "--batches", "1"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[-2:]
+    assert header.split() == ["nodes", "mode", "seeds/s", "seeds", "seconds", "peak", "GiB", "total", "GiB"]
+    nodes, mode, rate, seeds, seconds, peak, total = row.split()
+    assert (nodes, mode, seeds) == ("400", "sampled", "200")
+    assert float(rate.replace(",", "")) > 0 and float(seconds) >= 0
+    assert float(peak) == float(total) > 0.1  # one process: an interpreter with torch and DGL is > 100 MiB
+
+
+def test_scale_rows_name_a_failed_run():
+    from tools.benchmarks.scale import HEADER, format_row
+    row = format_row(10**6, "full", {"error": "exit code -9 (killed: out of memory?)"})
+    assert row.split()[:2] == ["1,000,000", "full"] and row.endswith("out of memory?)")
+    ok = format_row(10**5, "ranks2", {"seeds_per_s": 1234.5, "seeds": 20480, "seconds": 16.59, "peak_rss_gib": 1.5,
+                                      "total_rss_gib": 3.0})
+    assert ok.split() == ["100,000", "ranks2", "1,234", "20,480", "16.59", "1.50", "3.00"]
+    assert len(HEADER.split()) == len(ok.split()) + 2  # "peak GiB", "total GiB" are two words each
