@@ -2,7 +2,8 @@
 functions in the test's process). Modes:
 
 * ``graph CSV CACHE OUT``: a tiny SigGate-GT without BatchNorm or dropout on a toy CSV;
-* ``node OUT``: a sampled LTGA-Edge (full neighbourhoods, no dropout) on a small synthetic graph;
+* ``node OUT [STOP]``: a sampled LTGA-Edge (full neighbourhoods, no dropout) on a small synthetic
+  graph; with STOP, rank 0 is interrupted after epoch STOP's checkpoint (a killed job to resume);
 * ``exit``: the exit after a collective that deadlocked torch 2.2's gloo teardown (see
   ``zoo.engine.distributed._shutdown``): the collective's tensors and work are dropped by Python
   first, so gloo's worker thread frees them, and the process exits at once without yielding the GIL.
@@ -49,8 +50,13 @@ def node_data() -> SimpleNamespace:
                            test_mask=g.ndata["test_mask"], card={"metric": "accuracy"})
 
 
-def node_run(out: Path) -> dict:
-    return train_node_classifier(build_recipe(NODE_RECIPE), node_data(), seed=0, run_dir=out, progress=False)
+def node_run(out: Path, stop: int | None = None) -> dict:
+    def interrupt(epoch, row):
+        if epoch == stop:
+            raise KeyboardInterrupt
+
+    return train_node_classifier(build_recipe(NODE_RECIPE), node_data(), seed=0, run_dir=out, progress=False,
+                                 on_epoch_end=interrupt)
 
 
 def exit_after_a_collective() -> None:
@@ -68,6 +74,6 @@ if __name__ == "__main__":
     if mode == "graph":
         graph_run(*paths)
     elif mode == "node":
-        node_run(*paths)
+        node_run(paths[0], *map(int, sys.argv[3:]))
     else:
         exit_after_a_collective()

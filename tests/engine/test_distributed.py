@@ -54,9 +54,10 @@ def _driver():
     return module
 
 
-def _torchrun(*args, timeout=TIMEOUT):
+def _torchrun(*args, timeout=TIMEOUT, fails=False):
     """``torchrun`` with 2 ranks of one thread each, no restarts; a hang fails after ``timeout`` seconds
-    and takes the whole launch (torchrun and its ranks, one process group) with it."""
+    and takes the whole launch (torchrun and its ranks, one process group) with it. ``fails``: the
+    launch must end with an error (and its stderr is returned)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("WORLD_SIZE", None)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
@@ -69,6 +70,9 @@ def _torchrun(*args, timeout=TIMEOUT):
         os.killpg(launch.pid, signal.SIGKILL)
         launch.communicate()
         pytest.fail(f"torchrun {' '.join(map(str, args))} did not finish within {timeout} s (a hang)")
+    if fails:
+        assert launch.returncode != 0
+        return stderr
     assert launch.returncode == 0, "\n".join(line for line in stderr.splitlines()
                                              if "Error" in line or "Traceback" in line or "File " in line)[-4000:]
 
@@ -99,11 +103,15 @@ def test_two_ranks_train_graphs_like_one_process(tmp_path):
     assert ranked["best_epoch"] == single["best_epoch"] and not (tmp_path / "ddp" / "last.pt").exists()
 
 
-def test_two_ranks_train_sampled_nodes_like_one_process(tmp_path):
+def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_path):
     """Full neighbourhoods and no dropout: each rank's 10 seeds of a 20-node batch give, averaged by
     DDP, the gradient of the single-process batch, so the curves agree up to float32 summation
-    order (the per-rank means, then their average), amplified over 12 Adam steps."""
+    order (the per-rank means, then their average), amplified over 12 Adam steps. The 2-rank job
+    is killed after epoch 1 (rank 0 interrupted, torchrun stops rank 1) and relaunched: it
+    resumes from rank 0's checkpoint to the uninterrupted single-process result."""
     single = _driver().node_run(tmp_path / "single")
+    assert "KeyboardInterrupt" in _torchrun("node", tmp_path / "ddp", 1, fails=True)
+    assert len(torch.load(tmp_path / "ddp" / "last.pt")["state"]["curves"]) == 2
     _torchrun("node", tmp_path / "ddp")
     ranked = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
     assert len(ranked["curves"]) == len(single["curves"]) == 4
