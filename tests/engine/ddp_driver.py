@@ -10,15 +10,14 @@ functions in the test's process). Modes:
 """
 import sys
 from pathlib import Path
-from types import SimpleNamespace
-
 import dgl
 import torch
 import torch.distributed as dist
 
+from zoo.data import NodeData
 from zoo.data.csv_source import load_csv_dataset
 from zoo.data.synthetic import synthetic_sbm_graph
-from zoo.engine.distributed import init_from_env, main_first
+from zoo.engine.distributed import init_from_env, load_once_per_machine, main_first, world
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import build_recipe
@@ -41,13 +40,13 @@ def graph_run(csv: Path, cache: Path, out: Path) -> dict:
     return train_graph_model(recipe, data, seed=0, run_dir=out, progress=False)
 
 
-def node_data() -> SimpleNamespace:
+def node_data() -> NodeData:
     """120 nodes, 60 of them training nodes (an even count: no node sits out an epoch on 2 ranks)."""
     g = synthetic_sbm_graph(120, 600, num_classes=3, homophily=0.7, num_features=6, split=(0.5, 0.25, 0.25), seed=3)
     graph = dgl.add_self_loop(dgl.graph(g.edges(), num_nodes=g.num_nodes()))
-    return SimpleNamespace(graph=graph, features=g.ndata["feat"], labels=g.ndata["label"], num_classes=3, split=0,
-                           train_mask=g.ndata["train_mask"], val_mask=g.ndata["val_mask"],
-                           test_mask=g.ndata["test_mask"], card={"metric": "accuracy"})
+    return NodeData(graph=graph, features=g.ndata["feat"], labels=g.ndata["label"], num_classes=3, split=0,
+                    train_mask=g.ndata["train_mask"], val_mask=g.ndata["val_mask"], test_mask=g.ndata["test_mask"],
+                    card={"metric": "accuracy"})
 
 
 def node_run(out: Path, stop: int | None = None) -> dict:
@@ -55,7 +54,13 @@ def node_run(out: Path, stop: int | None = None) -> dict:
         if epoch == stop:
             raise KeyboardInterrupt
 
-    return train_node_classifier(build_recipe(NODE_RECIPE), node_data(), seed=0, run_dir=out, progress=False,
+    def load():  # leaves a mark of the rank that loaded
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"loaded_by_rank{world()[0]}").touch()
+        return node_data()
+
+    data = load_once_per_machine(load)  # under torchrun: rank 1 attaches to rank 0's copy in shared memory
+    return train_node_classifier(build_recipe(NODE_RECIPE), data, seed=0, run_dir=out, progress=False,
                                  on_epoch_end=interrupt)
 
 

@@ -108,7 +108,8 @@ def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_pat
     DDP, the gradient of the single-process batch, so the curves agree up to float32 summation
     order (the per-rank means, then their average), amplified over 12 Adam steps. The 2-rank job
     is killed after epoch 1 (rank 0 interrupted, torchrun stops rank 1) and relaunched: it
-    resumes from rank 0's checkpoint to the uninterrupted single-process result."""
+    resumes from rank 0's checkpoint to the uninterrupted single-process result. Rank 1 trains on
+    rank 0's graph and tensors in shared memory (load_once_per_machine)."""
     single = _driver().node_run(tmp_path / "single")
     assert "KeyboardInterrupt" in _torchrun("node", tmp_path / "ddp", 1, fails=True)
     assert len(torch.load(tmp_path / "ddp" / "last.pt")["state"]["curves"]) == 2
@@ -124,6 +125,8 @@ def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_pat
     for name, tensor in single_best.items():
         torch.testing.assert_close(ranked_best[name], tensor, rtol=1e-4, atol=1e-5)
     assert not (tmp_path / "ddp" / "last.pt").exists()
+    # the graph and its tensors were loaded by rank 0 alone; rank 1 attached to them in shared memory
+    assert sorted(path.name for path in (tmp_path / "ddp").glob("loaded_by_*")) == ["loaded_by_rank0"]
 
 
 def test_a_rank_exiting_right_after_a_collective_does_not_hang():

@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
+import itertools
 import os
+from typing import Callable
 
+import dgl
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch.utils.data import BatchSampler, DataLoader, Subset
+
+from zoo.data import NodeData
 
 
 def requested_world_size() -> int:
@@ -160,3 +166,62 @@ def gather_rows(local: torch.Tensor, counts: list[int]) -> torch.Tensor:
     pieces = [torch.empty_like(padded) for _ in range(size)]
     dist.all_gather(pieces, padded)
     return torch.cat([piece[:count] for piece, count in zip(pieces, counts)])
+
+
+_SHARED = itertools.count()  # one name per shared load of this job
+
+
+def load_once_per_machine(load: Callable[[], NodeData]) -> NodeData:
+    """``load()`` (a :class:`zoo.data.NodeData`) on each machine's local rank 0 only; the machine's
+    other ranks attach to its copy in shared memory: the graph structure through DGL's
+    ``DGLGraph.shared_memory`` / ``dgl.hetero_from_shared_memory``, features, labels and masks
+    through DGL's named shared-memory arrays (``dgl.ndarray``, as DistDGL's servers use). Every
+    rank must call it; ``load()`` itself in a single process.
+
+    >>> data = load_once_per_machine(lambda: load_node_dataset("synthetic_sbm_1m"))  # doctest: +SKIP
+    """
+    rank, size = world()
+    if size == 1:
+        return load()
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    prefix = f"zoo_{os.environ.get('TORCHELASTIC_RUN_ID', 'job')}_{next(_SHARED)}"
+    tensors = ("features", "labels", "train_mask", "val_mask", "test_mask")
+    owned, meta = None, None
+    if local == 0:
+        data = load()
+        graph = data.graph.shared_memory(f"{prefix}_graph")
+        owned = {name: _to_shared(getattr(data, name), f"{prefix}_{name}") for name in tensors}
+        meta = {"fields": {f.name: getattr(data, f.name) for f in dataclasses.fields(data)
+                           if f.name not in ("graph", *tensors)},
+                "tensors": {name: (tuple(tensor.shape), str(getattr(data, name).dtype))
+                            for name, tensor in owned.items()}}
+        shared = dataclasses.replace(data, graph=graph, **_from_shared(owned, meta))
+        del data
+    metas = [None] * size
+    dist.all_gather_object(metas, meta)
+    if local != 0:  # torchrun numbers a machine's ranks contiguously: its local rank 0 is rank - local
+        meta = metas[rank - local]
+        attached = {name: dgl.ndarray.get_shared_mem_array(f"{prefix}_{name}", shape, _STORED[dtype])
+                    for name, (shape, dtype) in meta["tensors"].items()}
+        shared = NodeData(graph=dgl.hetero_from_shared_memory(f"{prefix}_graph"), **meta["fields"],
+                          **_from_shared(attached, meta))
+    barrier()  # every rank has attached before local rank 0 could drop a name
+    return shared
+
+
+_STORED = {"torch.float32": torch.float32, "torch.float64": torch.float64, "torch.int64": torch.int64,
+           "torch.bool": torch.uint8}  # DGL's shared arrays have no bool: masks travel as uint8
+
+
+def _to_shared(tensor: torch.Tensor, name: str) -> torch.Tensor:
+    """A copy of ``tensor`` in a DGL shared-memory array called ``name``."""
+    stored = _STORED[str(tensor.dtype)]
+    array = dgl.ndarray.create_shared_mem_array(name, tuple(tensor.shape), stored)
+    array.copy_(tensor.to(stored))
+    return array
+
+
+def _from_shared(arrays: dict, meta: dict) -> dict:
+    """The shared arrays as the dtypes they were loaded with (masks back to bool: small copies)."""
+    return {name: array.bool() if meta["tensors"][name][1] == "torch.bool" else array
+            for name, array in arrays.items()}
