@@ -11,7 +11,8 @@ import yaml
 from zoo.analysis import format_summary, summarize_seeds
 from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
 from zoo.engine.checkpoint import write_json
-from zoo.engine.distributed import barrier, init_from_env, is_main, main_first, requested_world_size, say
+from zoo.engine.distributed import (barrier, init_from_env, is_main, load_once_per_machine, main_first,
+                                    requested_world_size, say)
 from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
@@ -58,8 +59,8 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
             shutil.rmtree(seed_dir)
         barrier()
         if recipe.task == "node_classification":
-            with main_first():  # rank 0 fills the dataset cache, the others read it
-                data = load_node_dataset(recipe.dataset, split=seed)
+            # under torchrun each machine's local rank 0 loads, its other ranks attach in shared memory
+            data = load_once_per_machine(lambda: load_node_dataset(recipe.dataset, split=seed))
             train = train_node_classifier
         else:
             if graph_data is None or per_seed_split:
