@@ -14,11 +14,17 @@ import math
 
 import torch
 
-from ._common import ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_, expq_log_grads_
+from ._common import (EXP_LOW, ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_,
+                      expq_log_grads_)
 from .entmax import EPS_FLOOR
 from .qsoftmax import _exp_q_, _log_grads_, _taylor
 
 _FLOATS = (torch.bfloat16, torch.float32, torch.float64)
+# q-softmax: w = (q - 1)(x - max) is clamped to this range (see _exact_); where some |q - 1| < 0.05,
+# |w| < 1e-2 takes the series of d log e / dq (as expq_log_grads_)
+_W_RANGE = {dtype: (-1 + torch.finfo(dtype).eps / 2, math.exp(-EXP_LOW[dtype])) for dtype in _FLOATS}
+_SERIES_EPS, _SERIES_W = 0.05, 1e-2
+_LOG1P_OFF = {dtype: math.log(1.5 * (1 + low)) for dtype, (low, _) in _W_RANGE.items()}  # below: w was <= -1
 
 
 def _check_scores(scores: torch.Tensor) -> None:
@@ -58,7 +64,8 @@ def dense_qsoftmax(scores: torch.Tensor, q, *, taylor_eps: float = 1e-4) -> torc
 
     ``p_i = exp_q(z_i - max_j z_j) / sum_j exp_q(z_j - max_j z_j)`` over the unmasked keys
     (``-inf`` scores), with the edge op's Taylor branch for ``|q - 1| < taylor_eps``. ``q``: a float
-    ``> 0`` or a tensor broadcasting to ``scores`` (gradients flow to it and to ``scores``).
+    ``> 0`` or a tensor broadcasting to ``scores`` (gradients flow to it and to ``scores``; the
+    max shift's gradient goes to one arg-max key per row, as the edge op's).
 
     >>> dense_qsoftmax(torch.tensor([0.0, -0.5, -3.0, -float("inf")]), q=2.0)
     tensor([0.6667, 0.3333, 0.0000, 0.0000])
@@ -68,39 +75,142 @@ def dense_qsoftmax(scores: torch.Tensor, q, *, taylor_eps: float = 1e-4) -> torc
     check_param(q, "q", 0.0, low_ok=False)
     if scores.numel() == 0:
         return scores.clone()
-    top = scores.amax(-1, keepdim=True)
-    top = top.masked_fill(top == -math.inf, 0.0)  # a row without keys
-    return _DenseQSoftmax.apply(scores, top, q, float(taylor_eps))
+    return _DenseQSoftmax.apply(scores, q, float(taylor_eps))
 
 
 class _DenseQSoftmax(torch.autograd.Function):
-    """The edge op's ``_QSoftmax`` with reductions over the last axis."""
+    """The edge op's ``_QSoftmax`` with reductions over the last axis. Where no ``|q - 1|`` is below
+    ``taylor_eps`` (or all are) it saves the few tensors its backward needs (see :func:`_exact_`,
+    :func:`_taylor_terms_`), so the backward has no transcendental function; otherwise it uses the
+    edge op's helpers."""
 
     @staticmethod
-    def forward(ctx, x, m, q, taylor_eps):
+    def forward(ctx, x, q, taylor_eps):
+        top, arg = x.max(-1, keepdim=True)
+        d = x - top.masked_fill_(top == -math.inf, 0.0)  # a row without keys: all -inf, weights 0
         eps = q - 1
         taylor = _taylor(eps, taylor_eps)
-        e = _exp_q_(x - m, eps, taylor)
+        every, some = (bool(taylor.all()), bool(taylor.any())) if torch.is_tensor(taylor) else (taylor, taylor)
+        mode = "taylor" if every else "mixed" if some else "exact"
+        if mode == "exact":
+            e, saved = _exact_(d, eps)
+        elif mode == "taylor":
+            e, saved = _taylor_terms_(d, eps)
+        else:
+            d.clamp_(min=-torch.finfo(x.dtype).max ** 0.25)  # -inf: weight 0, finite log-gradients
+            e, saved = _exp_q_(d.clone(), eps, taylor), (d,)
         total = e.sum(-1, keepdim=True)
         _check_total(total)
         p = e.div_(total.clamp_(min=1))  # >= 1 on a row with a key (its max contributes exp_q(0) = 1)
-        ctx.eps, ctx.taylor = eps, taylor
-        ctx.save_for_backward(x, m, p, q if torch.is_tensor(q) else None)
+        ctx.eps, ctx.taylor, ctx.mode = eps, taylor, mode
+        ctx.save_for_backward(p, arg, *saved)
         return p
 
     @staticmethod
     def backward(ctx, grad):
-        eps, taylor = ctx.eps, ctx.taylor
-        x, m, p, q = ctx.saved_tensors
-        need_q = ctx.needs_input_grad[2]
-        r = (grad - (grad * p).sum(-1, keepdim=True)).mul_(p)  # d loss / d log e
-        d = (x - m).clamp_(min=-torch.finfo(x.dtype).max ** 0.25)  # -inf: weight 0
-        dx, dq = _log_grads_(d, eps, taylor, need_q)
-        grad_q = _sum_to(dq.mul_(r), q) if need_q else None
-        if dx is not None:
-            r.mul_(dx)
-        grad_m = r.sum(-1, keepdim=True).neg_() if ctx.needs_input_grad[1] else None
-        return r, grad_m, grad_q, None
+        p, arg, *saved = ctx.saved_tensors
+        eps, need_q = ctx.eps, ctx.needs_input_grad[1]
+        gp = grad * p
+        r = gp.addcmul_(p, gp.sum(-1, keepdim=True), value=-1)  # (g - <g, p>) p = d loss / d log e
+        if ctx.mode == "exact":
+            grad_x, dq = _exact_grads(r, *saved, eps, need_q)
+        elif ctx.mode == "taylor":
+            grad_x, dq = _taylor_grads(r, *saved, eps, need_q)
+        else:
+            dx, dq = _log_grads_(saved[0].clone(), eps, ctx.taylor, need_q)
+            dq = None if dq is None else _sum_to(dq.mul_(r), eps)
+            grad_x = r.mul_(dx) if dx is not None else r
+        # the max shift: d / d max = -sum of the row's gradient, to the arg-max key
+        grad_x.scatter_add_(-1, arg, grad_x.sum(-1, keepdim=True).neg_())
+        return grad_x, dq, None
+
+
+def _exact_(d, eps):
+    """``exp_q(d)`` for ``q - 1 = eps`` away from 0, from ``d = x - max`` (overwritten), and what the
+    backward needs: ``w = eps d`` and ``log1p(w)``.
+
+    ``w`` is clamped to ``[-1 + ulp, exp(-EXP_LOW)]``, so ``log1p`` sees no ``-1`` or ``inf`` (special
+    values that make it several times slower) and both saved tensors are finite (a zero weight times
+    their gradients stays 0). Off the support (``w <= -1``, or a masked key) ``log1p(w)`` becomes
+    ``-exp(-EXP_LOW)``, and the weight an exact 0 (``|eps| < 1`` flushes the other end).
+    """
+    low, high = _W_RANGE[d.dtype]
+    w = d.mul_(eps).clamp_(min=low, max=high)
+    log1p_w = torch.nn.functional.threshold_(torch.log1p(w), _LOG1P_OFF[d.dtype], -high)
+    return exp_flush_(log1p_w * (1 / eps)), (w, log1p_w)
+
+
+def _exact_grads(r, w, log1p_w, eps, need_q):
+    """``(r d log e / dx, d loss / d eps)`` from ``r = d loss / d log e`` (overwritten):
+    ``d log e / dx = 1 / (1 + w)``, ``d log e / d eps = f / eps^2`` with ``f = w / (1 + w) - log1p(w)``
+    (as the edge op's ``expq_log_grads_``, with its series where the difference cancels)."""
+    grad_x = torch.add(w, 1).reciprocal_().mul_(r)
+    if not need_q:
+        return grad_x, None
+    fr = r.mul_(log1p_w).neg_().addcmul_(w, grad_x)  # f r = w (r / (1 + w)) - log1p(w) r
+    _series_(fr, grad_x, w, eps)
+    return grad_x, _sum_to(fr, eps).div_(eps * eps)  # eps is constant over the summed axes
+
+
+def _series_(fr, grad_x, w, eps):
+    """Where ``|eps| < 0.05`` and ``|w| < 1e-2``, as ``expq_log_grads_``: ``f r`` with ``f`` from its
+    series ``-w^2 sum_{k>=2} (-1)^k (k-1)/k w^(k-2)``, since there the difference ``w / (1 + w) -
+    log1p(w)`` (about ``-w^2 / 2``) loses the digits that matter once divided by ``eps^2``. Only the
+    slices (e.g. heads) with such an ``eps`` are computed."""
+    near = eps.abs() < _SERIES_EPS
+    if not bool(near.any()):
+        return
+    axes = [axis for axis, size in enumerate(eps.shape, fr.dim() - eps.dim()) if size > 1]
+    if bool(near.all()) or len(axes) != 1:
+        _series_where_(fr, grad_x, w, None if bool(near.all()) else near)
+        return
+    axis, index = axes[0], near.flatten().nonzero().flatten()
+    part = fr.index_select(axis, index)
+    _series_where_(part, grad_x.index_select(axis, index), w.index_select(axis, index), None)
+    fr.index_copy_(axis, index, part)
+
+
+def _series_where_(fr, grad_x, w, near):
+    """``fr <- f_series r`` where ``|w| < 1e-2`` (and ``near``), with ``r = grad_x (1 + w)``. float32
+    needs the terms to k = 5 (truncation below 2e-8 relative), float64 to 7 (as the edge op)."""
+    top = 7 if w.dtype == torch.float64 else 5
+    wc = w.clamp(min=-_SERIES_W, max=_SERIES_W)
+    acc = torch.mul(wc, (-1) ** top * (top - 1) / top)
+    for k in range(top - 1, 2, -1):  # Horner
+        acc.add_((-1) ** k * (k - 1) / k).mul_(wc)
+    acc.add_(0.5).mul_(wc).mul_(wc).neg_().mul_(grad_x)
+    acc.addcmul_(acc, w)  # f_series r
+    small = wc.abs_().neg_().add_(_SERIES_W).relu_().sign_()  # 1 where |w| < 1e-2, else 0
+    if near is not None:
+        small.mul_(near)
+    fr.addcmul_(small, acc.sub_(fr))
+
+
+def _taylor_terms_(d, eps):
+    """``exp(d) [1 - eps d^2 / 2]_+`` (the edge op's Taylor branch, for every ``|q - 1| < taylor_eps``)
+    from ``d = x - max`` (overwritten), and what the backward needs: ``d`` and ``c = 1 - eps d^2 / 2``
+    (None if every eps is 0: c = 1, e.g. a learned q at its start). ``c`` is clamped (to 0 here, to
+    machine epsilon in the backward) only if some ``|eps|`` could make it small given
+    ``d >= EXP_LOW``, e.g. never for float32 at the default ``taylor_eps``."""
+    e = exp_flush_(d.clamp_(min=EXP_LOW[d.dtype]).clone())
+    if not bool(torch.as_tensor(eps).any()):
+        return e, (d, None)
+    corr = torch.mul(d, d).mul_(-0.5 * eps).add_(1)
+    return e.mul_(corr.clamp(min=0) if _taylor_clamps(eps, d.dtype) else corr), (d, corr)
+
+
+def _taylor_clamps(eps, dtype):
+    return float(torch.as_tensor(eps).abs().max()) * EXP_LOW[dtype] ** 2 / 2 >= 1 - torch.finfo(dtype).eps
+
+
+def _taylor_grads(r, d, corr, eps, need_q):
+    """Taylor branch, ``r`` overwritten: ``d log e / dx = 1 - eps d / c``, ``d log e / d eps = -d^2 / (2 c)``."""
+    if corr is None:
+        return r, _sum_to((r * d).mul_(d), eps).mul_(-0.5) if need_q else None
+    rc = torch.div(r, corr.clamp(min=torch.finfo(r.dtype).eps) if _taylor_clamps(eps, r.dtype) else corr)
+    rcd = rc.mul_(d)  # r d / c
+    grad_x = r.addcmul_(rcd, -eps) if torch.is_tensor(eps) else r.add_(rcd, alpha=-eps)
+    return grad_x, _sum_to(rcd.mul_(d), eps).mul_(-0.5) if need_q else None
 
 
 def dense_entmax(scores: torch.Tensor, alpha, *, n_bisect: int = 4, max_iter: int = 50) -> torch.Tensor:
