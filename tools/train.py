@@ -3,6 +3,7 @@
     python tools/train.py recipes/cora_gat.yaml --seeds 0-9
     python tools/train.py recipes/cora_gat.yaml --set model.heads=4 --epochs 50 --out runs
     torchrun --nproc_per_node 2 tools/train.py recipes/zinc_siggate.yaml   # graph tasks, data-parallel
+    torchrun --nproc_per_node 2 tools/train.py recipes/cora_ltga_edge_sampled.yaml   # node tasks with train.sampler
 
 Exit codes: 0 done, 1 data error, 2 bad recipe or arguments, 130 interrupted (rerun to resume).
 """

@@ -1,6 +1,10 @@
-"""Scale-out of graph-level training with torchrun: DistributedDataParallel, one process per rank.
+"""Scale-out with torchrun: DistributedDataParallel, one process per rank, gloo on the CPU.
 
-    torchrun --nproc_per_node 2 tools/train.py recipes/zinc_siggate.yaml
+    torchrun --nproc_per_node 2 tools/train.py recipes/zinc_siggate.yaml               # graph-level
+    torchrun --nproc_per_node 2 tools/train.py recipes/cora_ltga_edge_sampled.yaml     # node, train.sampler
+
+Sampled node training is described in :mod:`zoo.engine.node_trainer`; its dataset is loaded once
+per machine and shared (:func:`load_once_per_machine`). Graph-level training:
 
 Each global training batch is the one a single process draws (same seeded permutation, the
 recipe's ``batch_size`` graphs); rank r trains on ``batch[r::world]`` and its loss is scaled by
