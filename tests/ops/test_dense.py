@@ -41,6 +41,12 @@ CASES = {
     "qsoftmax_heavy": (dense_qsoftmax, edge_qsoftmax, 0.6),
     "qsoftmax_head": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1.4, 0.7], dtype=torch.float64)),
     "qsoftmax_taylor": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1 + 3e-5, 1 - 2e-5], dtype=torch.float64)),
+    # the q-gradient's series (|q - 1| < 0.05) on one head, on every head; q = 1 exactly (a learned q
+    # at its start); one head in the Taylor branch and one not
+    "qsoftmax_series_head": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1 + 1e-3, 1.4], dtype=torch.float64)),
+    "qsoftmax_series": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1 + 1e-3, 1 - 2e-2], dtype=torch.float64)),
+    "qsoftmax_one": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1.0, 1.0], dtype=torch.float64)),
+    "qsoftmax_taylor_and_not": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1 + 3e-5, 1.3], dtype=torch.float64)),
     "entmax_fixed": (dense_entmax, edge_entmax, 1.5),
     "entmax_head": (dense_entmax, edge_entmax, torch.tensor([1.3, 1.8], dtype=torch.float64)),
     "entmax_wide": (dense_entmax, edge_entmax, 2.5),
@@ -133,3 +139,30 @@ def test_bad_inputs_are_named():
         dense_qsoftmax(torch.tensor([[0.0, math.nan]]), 1.5)
     with pytest.raises(ZooOpError, match="float32, float64"):
         dense_entmax(torch.ones(2, 3, dtype=torch.long), 1.5)
+
+
+@pytest.mark.parametrize("q", [(1 + 3e-4, 1 - 5e-4), (1 + 3e-4, 1.4)], ids=["every_head", "one_head"])
+def test_float32_q_gradient_near_one_matches_the_formula(q):
+    """Near q = 1 the q-gradient's direct formula cancels (error ~ 1e-7 |x| / |q - 1|, here ~1e-4);
+    its series keeps float32 at rounding level (~1e-7). Reference: LTGA Eq. 2 written out in float64
+    under autograd (there the cancellation costs ~1e-16 / |q - 1|, below 1e-11)."""
+    scores, mask = block(seed=1, dtype=torch.float32)
+    scores = scores / 2  # |q - 1| |x - max| < 1e-2: the series' range
+    grad_out = torch.randn(B, H, L, L, generator=torch.Generator().manual_seed(6))
+    index = torch.tensor(q)
+
+    z = scores.double().requires_grad_()
+    eps = (index.double().view(H, 1, 1) - 1).requires_grad_()
+    real = mask[:, None, None, :]
+    w = eps * torch.where(real, z - z.amax(-1, keepdim=True), 0.0)
+    inside = real & (w > -1)  # [1 + w]_+ ^ (1 / eps), 0 off the support and at padding
+    e = torch.where(inside, torch.exp(torch.log1p(torch.where(inside, w, 0.0)) / eps), 0.0)
+    want = e / e.sum(-1, keepdim=True)
+    want.backward(grad_out.double())
+
+    x, idx = scores.clone().requires_grad_(), index.clone().requires_grad_()
+    got = dense_qsoftmax(x, idx.view(H, 1, 1))
+    got.backward(grad_out)
+    torch.testing.assert_close(got.double(), want.detach(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(x.grad.double(), z.grad, atol=1e-6, rtol=0)
+    torch.testing.assert_close(idx.grad.double(), eps.grad.flatten(), atol=5e-6, rtol=0)

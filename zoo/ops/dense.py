@@ -142,48 +142,51 @@ def _exact_(d, eps):
 
 def _exact_grads(r, w, log1p_w, eps, need_q):
     """``(r d log e / dx, d loss / d eps)`` from ``r = d loss / d log e`` (overwritten):
-    ``d log e / dx = 1 / (1 + w)``, ``d log e / d eps = f / eps^2`` with ``f = w / (1 + w) - log1p(w)``
-    (as the edge op's ``expq_log_grads_``, with its series where the difference cancels)."""
+    ``d log e / dx = 1 / (1 + w)``, ``d log e / d eps = f / eps^2`` with ``f = w / (1 + w) - log1p(w)``,
+    as the edge op's ``expq_log_grads_``: where some ``|eps| < 0.05``, ``f`` comes from its series
+    for ``|w| < 1e-2`` (there the difference, about ``-w^2 / 2``, loses the digits that matter once
+    divided by ``eps^2``). The series runs only on the slices (e.g. heads) with such an eps."""
     grad_x = torch.add(w, 1).reciprocal_().mul_(r)
     if not need_q:
         return grad_x, None
+    where = _series_slices(eps, r.dim())
+    if where is not None:
+        take = (lambda t: t.index_select(*where)) if where else (lambda t: t)
+        series, direct = _series_terms(take(r), take(w))
     fr = r.mul_(log1p_w).neg_().addcmul_(w, grad_x)  # f r = w (r / (1 + w)) - log1p(w) r
-    _series_(fr, grad_x, w, eps)
+    if where is not None:
+        part = take(fr).sub_(series).mul_(direct).add_(series)
+        if where:
+            fr.index_copy_(*where, part)
     return grad_x, _sum_to(fr, eps).div_(eps * eps)  # eps is constant over the summed axes
 
 
-def _series_(fr, grad_x, w, eps):
-    """Where ``|eps| < 0.05`` and ``|w| < 1e-2``, as ``expq_log_grads_``: ``f r`` with ``f`` from its
-    series ``-w^2 sum_{k>=2} (-1)^k (k-1)/k w^(k-2)``, since there the difference ``w / (1 + w) -
-    log1p(w)`` (about ``-w^2 / 2``) loses the digits that matter once divided by ``eps^2``. Only the
-    slices (e.g. heads) with such an ``eps`` are computed."""
+def _series_slices(eps, dim):
+    """Where ``f`` needs its series: None (every ``|eps| >= 0.05``), ``(axis, index)`` of the slices
+    with a smaller ``|eps|`` if eps varies along one axis (e.g. per head), else ``()``: everywhere
+    (the series is exact to rounding for any eps at ``|w| < 1e-2``)."""
+    if not torch.is_tensor(eps):
+        return () if abs(eps) < _SERIES_EPS else None
     near = eps.abs() < _SERIES_EPS
     if not bool(near.any()):
-        return
-    axes = [axis for axis, size in enumerate(eps.shape, fr.dim() - eps.dim()) if size > 1]
+        return None
+    axes = [axis for axis, size in enumerate(eps.shape, dim - eps.dim()) if size > 1]
     if bool(near.all()) or len(axes) != 1:
-        _series_where_(fr, grad_x, w, None if bool(near.all()) else near)
-        return
-    axis, index = axes[0], near.flatten().nonzero().flatten()
-    part = fr.index_select(axis, index)
-    _series_where_(part, grad_x.index_select(axis, index), w.index_select(axis, index), None)
-    fr.index_copy_(axis, index, part)
+        return ()
+    return axes[0], near.flatten().nonzero().flatten()
 
 
-def _series_where_(fr, grad_x, w, near):
-    """``fr <- f_series r`` where ``|w| < 1e-2`` (and ``near``), with ``r = grad_x (1 + w)``. float32
-    needs the terms to k = 5 (truncation below 2e-8 relative), float64 to 7 (as the edge op)."""
+def _series_terms(r, w):
+    """``f r`` from the series ``f = -w^2 sum_{k>=2} (-1)^k (k-1)/k w^(k-2)`` (where ``|w| < 1e-2``),
+    and 1 where ``|w| >= 1e-2`` (the direct ``f`` applies), else 0. float32 needs the terms to
+    k = 5 (truncation below 2e-8 relative), float64 to k = 7 (as the edge op)."""
     top = 7 if w.dtype == torch.float64 else 5
     wc = w.clamp(min=-_SERIES_W, max=_SERIES_W)
-    acc = torch.mul(wc, (-1) ** top * (top - 1) / top)
-    for k in range(top - 1, 2, -1):  # Horner
-        acc.add_((-1) ** k * (k - 1) / k).mul_(wc)
-    acc.add_(0.5).mul_(wc).mul_(wc).neg_().mul_(grad_x)
-    acc.addcmul_(acc, w)  # f_series r
-    small = wc.abs_().neg_().add_(_SERIES_W).relu_().sign_()  # 1 where |w| < 1e-2, else 0
-    if near is not None:
-        small.mul_(near)
-    fr.addcmul_(small, acc.sub_(fr))
+    acc = torch.mul(wc, (-1) ** top * (1 - top) / top)  # Horner on the negated coefficients
+    for k in range(top - 1, 2, -1):
+        acc.add_((-1) ** k * (1 - k) / k).mul_(wc)
+    acc.add_(-0.5).mul_(wc).mul_(wc).mul_(r)
+    return acc, wc.sub_(w).abs_().sign_()
 
 
 def _taylor_terms_(d, eps):
