@@ -188,7 +188,8 @@ def load_once_per_machine(load: Callable[[], NodeData]) -> NodeData:
     if size == 1:
         return load()
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    prefix = f"zoo_{os.environ.get('TORCHELASTIC_RUN_ID', 'job')}_{next(_SHARED)}"
+    # the job's id and its torchrun agent (the parent of a machine's ranks): unique on the machine
+    prefix = f"zoo_{os.environ.get('TORCHELASTIC_RUN_ID', 'job')}_{os.getppid()}_{next(_SHARED)}"
     tensors = ("features", "labels", "train_mask", "val_mask", "test_mask")
     owned, meta = None, None
     if local == 0:
