@@ -51,7 +51,7 @@ def _index(value, name: str, scores: torch.Tensor):
 
 
 def _check_total(total: torch.Tensor, name: str = "scores") -> None:
-    if not bool(torch.isfinite(total).all()):
+    if not math.isfinite(float(total.sum())):  # NaN and inf propagate (the sums are far below overflow)
         raise ZooOpError(f"{name} contain NaN or +inf: scores must be finite, or -inf to mask a key")
 
 
@@ -86,7 +86,7 @@ class _DenseQSoftmax(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, q, taylor_eps):
-        top, arg = x.max(-1, keepdim=True)
+        top = x.amax(-1, keepdim=True)
         d = x - top.masked_fill_(top == -math.inf, 0.0)  # a row without keys: all -inf, weights 0
         eps = q - 1
         taylor = _taylor(eps, taylor_eps)
@@ -103,12 +103,12 @@ class _DenseQSoftmax(torch.autograd.Function):
         _check_total(total)
         p = e.div_(total.clamp_(min=1))  # >= 1 on a row with a key (its max contributes exp_q(0) = 1)
         ctx.eps, ctx.taylor, ctx.mode = eps, taylor, mode
-        ctx.save_for_backward(p, arg, *saved)
+        ctx.save_for_backward(p, *saved)
         return p
 
     @staticmethod
     def backward(ctx, grad):
-        p, arg, *saved = ctx.saved_tensors
+        p, *saved = ctx.saved_tensors
         eps, need_q = ctx.eps, ctx.needs_input_grad[1]
         gp = grad * p
         r = gp.addcmul_(p, gp.sum(-1, keepdim=True), value=-1)  # (g - <g, p>) p = d loss / d log e
@@ -120,8 +120,10 @@ class _DenseQSoftmax(torch.autograd.Function):
             dx, dq = _log_grads_(saved[0].clone(), eps, ctx.taylor, need_q)
             dq = None if dq is None else _sum_to(dq.mul_(r), eps)
             grad_x = r.mul_(dx) if dx is not None else r
-        # the max shift: d / d max = -sum of the row's gradient, to the arg-max key
-        grad_x.scatter_add_(-1, arg, grad_x.sum(-1, keepdim=True).neg_())
+        # the max shift: d / d max = -sum of the row's gradient, shared by the keys at the max (where
+        # the saved w or d is 0)
+        at_max = torch.abs(saved[0]).sign_().neg_().add_(1)
+        grad_x.addcmul_(at_max, grad_x.sum(-1, keepdim=True).neg_().div_(at_max.sum(-1, keepdim=True).clamp_(min=1)))
         return grad_x, dq, None
 
 
