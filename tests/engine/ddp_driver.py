@@ -26,8 +26,8 @@ NODE_RECIPE = {"dataset": "toy", "name": "toy_ltga_edge_sampled", "seeds": [0],
                "model": {"name": "ltga", "hidden": 4, "heads": 2, "q_mode": "edge", "dropout": 0.0,
                          "attn_dropout": 0.0},
                "optim": {"epochs": 4, "patience": 50, "q_warmup": 1, "lr": 0.02},
-               # 60 training nodes: 3 batches of 20 a epoch, 10 per rank with 2 ranks
-               "train": {"sampler": {"fanouts": [-1, -1], "batch_size": 20, "eval_batch_size": 32}}}
+               # 60 training nodes: batches of 16, 16, 16 and 12 an epoch, 8, 8, 8 and 6 per rank with 2 ranks
+               "train": {"sampler": {"fanouts": [-1, -1], "batch_size": 16, "eval_batch_size": 32}}}
 
 
 def graph_run(csv: Path, cache: Path, out: Path) -> dict:

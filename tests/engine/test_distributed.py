@@ -104,9 +104,9 @@ def test_two_ranks_train_graphs_like_one_process(tmp_path):
 
 
 def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_path):
-    """Full neighbourhoods and no dropout: each rank's 10 seeds of a 20-node batch give, averaged by
-    DDP, the gradient of the single-process batch, so the curves agree up to float32 summation
-    order (the per-rank means, then their average), amplified over 12 Adam steps. The 2-rank job
+    """Full neighbourhoods and no dropout: each rank's half of a batch (8 of 16 seeds; 6 of the last
+    12) gives, averaged by DDP, the gradient of the single-process batch, so the curves agree up
+    to float32 summation order (the per-rank means, then their average) over 16 Adam steps. The 2-rank job
     is killed after epoch 1 (rank 0 interrupted, torchrun stops rank 1) and relaunched: it
     resumes from rank 0's checkpoint to the uninterrupted single-process result. Rank 1 trains on
     rank 0's graph and tensors in shared memory (load_once_per_machine)."""
