@@ -14,8 +14,7 @@ import math
 
 import torch
 
-from ._common import (EXP_LOW, ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_,
-                      expq_log_grads_)
+from ._common import EXP_LOW, ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_
 from .entmax import EPS_FLOOR
 from .qsoftmax import _exp_q_, _log_grads_, _taylor
 
@@ -251,49 +250,54 @@ def _row_max(x):
 
 
 def _threshold(x, eps, n_bisect, max_iter):
-    """Per row ``t`` with ``sum_i exp_eps(x_i - t) = 1``: the edge op's search, row-wise."""
+    """Per row ``t`` with ``sum_i exp_eps(x_i - t) = 1``: the edge op's search, row-wise. Every step
+    writes ``x - t`` into one buffer (the search reduces each step's terms before the next)."""
+    buffer = torch.empty_like(x)
     return entmax_threshold(
         x, eps, lo=_row_max(x), degree=(x > -math.inf).sum(-1, keepdim=True),
-        total=lambda p: p.sum(-1, keepdim=True), diff=lambda a, t: a - t, check=_check_total,
-        n_bisect=n_bisect, max_iter=max_iter, name="dense_entmax")
+        total=lambda p: p.sum(-1, keepdim=True), diff=lambda a, t: torch.sub(a, t, out=buffer),
+        check=_check_total, n_bisect=n_bisect, max_iter=max_iter, name="dense_entmax")
 
 
 class _DenseEntmax(torch.autograd.Function):
-    """The edge op's ``_Entmax`` with reductions over the last axis."""
+    """The edge op's ``_Entmax`` with reductions over the last axis. For alpha other than 1, 1.5 and 2
+    (floats) the forward keeps ``w = eps (x - t)`` and ``log1p(w)`` (see :func:`_exact_`), so the
+    backward has no transcendental function."""
 
     @staticmethod
     def forward(ctx, x, alpha, n_bisect, max_iter):
         eps = alpha - 1
         if torch.is_tensor(eps):
             eps = eps.clamp(min=EPS_FLOOR)
+        saved = ()
         if not torch.is_tensor(eps) and eps == 0:  # softmax, exactly
-            m = _row_max(x)
-            p = exp_flush_(x - m)
-            total = p.sum(-1, keepdim=True)
-            t = m + total.log()
+            p = exp_flush_(x - _row_max(x))
+        elif not torch.is_tensor(eps) and eps in (1.0, 0.5):  # exact shortcuts (relu, square)
+            p, _ = entmax_terms_(x - _threshold(x, eps, n_bisect, max_iter), eps, slope=False)
         else:
-            t = _threshold(x, eps, n_bisect, max_iter)
-            p, _ = entmax_terms_(x - t, eps, slope=False)
-            total = p.sum(-1, keepdim=True)
+            p, saved = _exact_(x - _threshold(x, eps, n_bisect, max_iter), eps)
+        total = p.sum(-1, keepdim=True)
         _check_total(total)
         p = p.div_(torch.where(total > 0, total, 1.0))  # a row without keys stays 0
         ctx.eps = eps
-        ctx.save_for_backward(x, t, p, alpha if torch.is_tensor(alpha) else None)
+        ctx.save_for_backward(p, *saved)
         return p
 
     @staticmethod
     def backward(ctx, grad):
         eps = ctx.eps
-        x, t, p, alpha = ctx.saved_tensors
+        p, *saved = ctx.saved_tensors
         need_alpha = ctx.needs_input_grad[1]
-        if not torch.is_tensor(eps) and eps in (0.0, 1.0, 0.5):
-            s, dlog = (p if eps == 0 else p.sign() if eps == 1 else p.sqrt()), None
+        if saved:
+            w, log1p_w = saved
+            s = torch.add(w, 1).reciprocal_().mul_(p)  # p / (1 + eps (x - t))
         else:
-            rho, dlog = expq_log_grads_(eps, x - t, need_alpha)
-            s = rho.mul_(p)  # p / (1 + eps (x - t))
+            s = p if eps == 0 else p.sign() if eps == 1 else p.sqrt()
         norm = s.sum(-1, keepdim=True)
         gbar = (s * grad).sum(-1, keepdim=True).div_(torch.where(norm > 0, norm, 1.0))
-        r = grad - gbar
-        grad_x = r * s
-        grad_alpha = None if dlog is None else _sum_to(dlog.mul_(r.mul_(p)), alpha)
+        if not saved:
+            return (grad - gbar).mul_(s), None, None, None
+        # (g - gbar) p is q-softmax's d loss / d log e: the same x-gradient (times 1 / (1 + w) = s / p)
+        # and alpha-gradient
+        grad_x, grad_alpha = _exact_grads(torch.sub(grad, gbar).mul_(p), w, log1p_w, eps, need_alpha)
         return grad_x, grad_alpha, None, None
