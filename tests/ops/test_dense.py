@@ -50,6 +50,7 @@ CASES = {
     "entmax_fixed": (dense_entmax, edge_entmax, 1.5),
     "entmax_head": (dense_entmax, edge_entmax, torch.tensor([1.3, 1.8], dtype=torch.float64)),
     "entmax_wide": (dense_entmax, edge_entmax, 2.5),
+    "entmax_one": (dense_entmax, edge_entmax, torch.tensor([1.0, 1.3], dtype=torch.float64)),  # 1: 1 + 1e-30
 }
 
 
@@ -166,3 +167,20 @@ def test_float32_q_gradient_near_one_matches_the_formula(q):
     torch.testing.assert_close(got.double(), want.detach(), atol=1e-6, rtol=0)
     torch.testing.assert_close(x.grad.double(), z.grad, atol=1e-6, rtol=0)
     torch.testing.assert_close(idx.grad.double(), eps.grad.flatten(), atol=5e-6, rtol=0)
+
+
+def test_float32_alpha_of_one_has_the_float64_gradients():
+    """A tensor alpha of exactly 1 is evaluated at 1 + 1e-30, whose square underflows in float32 (that
+    case takes the edge helpers): its gradients still equal float64's, up to float32 rounding."""
+    scores, _ = block(seed=2, dtype=torch.float32)
+    grad_out = torch.randn(B, H, L, L, generator=torch.Generator().manual_seed(7))
+    grads = []
+    for dtype in (torch.float32, torch.float64):
+        x = scores.to(dtype).detach().requires_grad_()
+        alpha = torch.tensor([1.0, 1.3], dtype=dtype, requires_grad=True)
+        dense_entmax(x, alpha.view(H, 1, 1)).backward(grad_out.to(dtype))
+        grads.append((x.grad, alpha.grad))
+    (x32, alpha32), (x64, alpha64) = grads
+    assert torch.isfinite(alpha32).all()
+    torch.testing.assert_close(x32.double(), x64, atol=1e-6, rtol=0)
+    torch.testing.assert_close(alpha32.double(), alpha64, atol=1e-5, rtol=1e-5)

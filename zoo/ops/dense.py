@@ -2,11 +2,13 @@
 axis of a score block (e.g. ``[B, H, L, L]`` global attention), with a key masked by a score of
 ``-inf`` (weight exactly 0, and no effect on the other keys' weights).
 
-Same functions, same numerics, same gradients as :func:`edge_qsoftmax`, :func:`edge_entmax` and
-:func:`edge_sparsemax` on the graph whose in-edges of a node are the row's unmasked keys: the
-element-wise parts are the edge ops' own helpers; only the per-node reductions (DGL's
-``copy_e_sum`` / ``copy_e_max``) become reductions over the last axis. A row whose every key is
-masked (e.g. an empty graph's padded block) gets all-zero weights.
+Same functions, same gradients as :func:`edge_qsoftmax`, :func:`edge_entmax` and
+:func:`edge_sparsemax` on the graph whose in-edges of a node are the row's unmasked keys, to float
+rounding: the per-node reductions (DGL's ``copy_e_sum`` / ``copy_e_max``) become reductions over the
+last axis, the entmax threshold search is the edge op's, and the element-wise parts are the edge
+ops' formulas (their helpers where a case is rare), arranged for a block: the forward keeps what the
+backward needs, so the backward has no ``log1p``, and few full-size temporaries. A row whose every
+key is masked (e.g. an empty graph's padded block) gets all-zero weights.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import math
 
 import torch
 
-from ._common import EXP_LOW, ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_
+from ._common import (EXP_LOW, ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_,
+                      expq_log_grads_)
 from .entmax import EPS_FLOOR
 from .qsoftmax import _exp_q_, _log_grads_, _taylor
 
@@ -24,6 +27,9 @@ _FLOATS = (torch.bfloat16, torch.float32, torch.float64)
 _W_RANGE = {dtype: (-1 + torch.finfo(dtype).eps / 2, math.exp(-EXP_LOW[dtype])) for dtype in _FLOATS}
 _SERIES_EPS, _SERIES_W = 0.05, 1e-2
 _LOG1P_OFF = {dtype: math.log(1.5 * (1 + low)) for dtype, (low, _) in _W_RANGE.items()}  # below: w was <= -1
+# below this alpha - 1 the index gradient from w (_exact_grads: (alpha - 1)^2, w^2) would underflow: a
+# float32 tensor alpha of 1 (evaluated at 1 + EPS_FLOOR) takes the edge helpers, which work from x - t
+_EPS_MIN = {dtype: torch.finfo(dtype).tiny ** 0.25 for dtype in _FLOATS}
 
 
 def _check_scores(scores: torch.Tensor) -> None:
@@ -64,7 +70,7 @@ def dense_qsoftmax(scores: torch.Tensor, q, *, taylor_eps: float = 1e-4) -> torc
     ``p_i = exp_q(z_i - max_j z_j) / sum_j exp_q(z_j - max_j z_j)`` over the unmasked keys
     (``-inf`` scores), with the edge op's Taylor branch for ``|q - 1| < taylor_eps``. ``q``: a float
     ``> 0`` or a tensor broadcasting to ``scores`` (gradients flow to it and to ``scores``; the
-    max shift's gradient goes to one arg-max key per row, as the edge op's).
+    max shift's gradient is shared by a row's keys at the max, as ``amax``'s).
 
     >>> dense_qsoftmax(torch.tensor([0.0, -0.5, -3.0, -float("inf")]), q=2.0)
     tensor([0.6667, 0.3333, 0.0000, 0.0000])
@@ -79,9 +85,9 @@ def dense_qsoftmax(scores: torch.Tensor, q, *, taylor_eps: float = 1e-4) -> torc
 
 class _DenseQSoftmax(torch.autograd.Function):
     """The edge op's ``_QSoftmax`` with reductions over the last axis. Where no ``|q - 1|`` is below
-    ``taylor_eps`` (or all are) it saves the few tensors its backward needs (see :func:`_exact_`,
-    :func:`_taylor_terms_`), so the backward has no transcendental function; otherwise it uses the
-    edge op's helpers."""
+    ``taylor_eps`` (or every one is) it saves what its backward needs (see :func:`_exact_`,
+    :func:`_taylor_terms_`), so the backward has no transcendental function; with some of each (rare)
+    it uses the edge op's helpers."""
 
     @staticmethod
     def forward(ctx, x, q, taylor_eps):
@@ -124,6 +130,10 @@ class _DenseQSoftmax(torch.autograd.Function):
         at_max = torch.abs(saved[0]).sign_().neg_().add_(1)
         grad_x.addcmul_(at_max, grad_x.sum(-1, keepdim=True).neg_().div_(at_max.sum(-1, keepdim=True).clamp_(min=1)))
         return grad_x, dq, None
+
+
+def _tiny(eps, dtype) -> bool:
+    return torch.is_tensor(eps) and float(eps.abs().min()) < _EPS_MIN[dtype]
 
 
 def _exact_(d, eps):
@@ -274,6 +284,9 @@ class _DenseEntmax(torch.autograd.Function):
             p = exp_flush_(x - _row_max(x))
         elif not torch.is_tensor(eps) and eps in (1.0, 0.5):  # exact shortcuts (relu, square)
             p, _ = entmax_terms_(x - _threshold(x, eps, n_bisect, max_iter), eps, slope=False)
+        elif _tiny(eps, x.dtype):
+            d = x - _threshold(x, eps, n_bisect, max_iter)
+            p, saved = entmax_terms_(d.clone(), eps, slope=False)[0], (d,)
         else:
             p, saved = _exact_(x - _threshold(x, eps, n_bisect, max_iter), eps)
         total = p.sum(-1, keepdim=True)
@@ -288,16 +301,22 @@ class _DenseEntmax(torch.autograd.Function):
         eps = ctx.eps
         p, *saved = ctx.saved_tensors
         need_alpha = ctx.needs_input_grad[1]
-        if saved:
-            w, log1p_w = saved
-            s = torch.add(w, 1).reciprocal_().mul_(p)  # p / (1 + eps (x - t))
+        if len(saved) == 2:  # w and log1p(w): (g - gbar) p is q-softmax's d loss / d log e, and the
+            w, log1p_w = saved  # x- and alpha-gradients are q-softmax's (1 / (1 + w) = s / p)
+            gbar = _mean_grad(torch.add(w, 1).reciprocal_().mul_(p), grad)
+            return (*_exact_grads(torch.sub(grad, gbar).mul_(p), w, log1p_w, eps, need_alpha), None, None)
+        dlog = None
+        if saved:  # x - t, for a tiny alpha - 1: the edge op's helper
+            rho, dlog = expq_log_grads_(eps, saved[0].clone(), need_alpha)
+            s = rho.mul_(p)  # p / (1 + eps (x - t))
         else:
             s = p if eps == 0 else p.sign() if eps == 1 else p.sqrt()
-        norm = s.sum(-1, keepdim=True)
-        gbar = (s * grad).sum(-1, keepdim=True).div_(torch.where(norm > 0, norm, 1.0))
-        if not saved:
-            return (grad - gbar).mul_(s), None, None, None
-        # (g - gbar) p is q-softmax's d loss / d log e: the same x-gradient (times 1 / (1 + w) = s / p)
-        # and alpha-gradient
-        grad_x, grad_alpha = _exact_grads(torch.sub(grad, gbar).mul_(p), w, log1p_w, eps, need_alpha)
-        return grad_x, grad_alpha, None, None
+        r = grad - _mean_grad(s, grad)
+        grad_alpha = None if dlog is None else _sum_to(dlog.mul_(r * p), eps)
+        return r.mul_(s), grad_alpha, None, None
+
+
+def _mean_grad(s, grad):
+    """``sum s g / sum s`` per row (0 for a row without keys)."""
+    norm = s.sum(-1, keepdim=True)
+    return (s * grad).sum(-1, keepdim=True).div_(torch.where(norm > 0, norm, 1.0))
