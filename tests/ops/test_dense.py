@@ -41,6 +41,8 @@ CASES = {
     "qsoftmax_heavy": (dense_qsoftmax, edge_qsoftmax, 0.6),
     "qsoftmax_head": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1.4, 0.7], dtype=torch.float64)),
     "qsoftmax_taylor": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1 + 3e-5, 1 - 2e-5], dtype=torch.float64)),
+    # so small that 1 - (q - 1) d^2 / 2 needs no clamp for any d >= EXP_LOW (as float32 at 1e-4)
+    "qsoftmax_taylor_small": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1 + 2e-6, 1 - 3e-6], dtype=torch.float64)),
     # the q-gradient's series (|q - 1| < 0.05) on one head, on every head; q = 1 exactly (a learned q
     # at its start); one head in the Taylor branch and one not
     "qsoftmax_series_head": (dense_qsoftmax, edge_qsoftmax, torch.tensor([1 + 1e-3, 1.4], dtype=torch.float64)),
