@@ -126,8 +126,9 @@ class _DenseQSoftmax(torch.autograd.Function):
             dq = None if dq is None else _sum_to(dq.mul_(r), eps)
             grad_x = r.mul_(dx) if dx is not None else r
         # the max shift: d / d max = -sum of the row's gradient, shared by the keys at the max (where
-        # the saved w or d is 0)
-        at_max = torch.abs(saved[0]).sign_().neg_().add_(1)
+        # the saved w or d is 0), marked in r's buffer if nothing returned lives there
+        spare = r if grad_x is not r and (dq is None or dq.data_ptr() != r.data_ptr()) else None
+        at_max = torch.abs(saved[0], out=spare).sign_().neg_().add_(1)
         grad_x.addcmul_(at_max, grad_x.sum(-1, keepdim=True).neg_().div_(at_max.sum(-1, keepdim=True).clamp_(min=1)))
         return grad_x, dq, None
 
