@@ -166,10 +166,10 @@ def _exact_grads(r, w, log1p_w, eps, need_q):
         take = (lambda t: t.index_select(*where)) if where else (lambda t: t)
         series, direct = _series_terms(take(r), take(w))
     fr = r.mul_(log1p_w).neg_().addcmul_(w, grad_x)  # f r = w (r / (1 + w)) - log1p(w) r
-    if where is not None:
-        part = take(fr).sub_(series).mul_(direct).add_(series)
-        if where:
-            fr.index_copy_(*where, part)
+    if where:
+        fr.index_copy_(*where, series.lerp_(take(fr), direct))
+    elif where is not None:
+        fr = series.lerp_(fr, direct)
     return grad_x, _sum_to(fr, eps).div_(eps * eps)  # eps is constant over the summed axes
 
 
