@@ -22,8 +22,8 @@ from .entmax import EPS_FLOOR
 from .qsoftmax import _exp_q_, _log_grads_, _taylor
 
 _FLOATS = (torch.bfloat16, torch.float32, torch.float64)
-# q-softmax: w = (q - 1)(x - max) is clamped to this range (see _exact_); where some |q - 1| < 0.05,
-# |w| < 1e-2 takes the series of d log e / dq (as expq_log_grads_)
+# w = (q - 1)(x - max), or (alpha - 1)(x - t), is clamped to this range (see _exact_); where some
+# |q - 1| < 0.05, |w| < 1e-2 takes the series of d log e / dq (as expq_log_grads_)
 _W_RANGE = {dtype: (-1 + torch.finfo(dtype).eps / 2, math.exp(-EXP_LOW[dtype])) for dtype in _FLOATS}
 _SERIES_EPS, _SERIES_W = 0.05, 1e-2
 _LOG1P_OFF = {dtype: math.log(1.5 * (1 + low)) for dtype, (low, _) in _W_RANGE.items()}  # below: w was <= -1
@@ -124,7 +124,7 @@ class _DenseQSoftmax(torch.autograd.Function):
         else:
             dx, dq = _log_grads_(saved[0].clone(), eps, ctx.taylor, need_q)
             dq = None if dq is None else _sum_to(dq.mul_(r), eps)
-            grad_x = r.mul_(dx) if dx is not None else r
+            grad_x = r.mul_(dx)
         # the max shift: d / d max = -sum of the row's gradient, shared by the keys at the max (where
         # the saved w or d is 0), marked in r's buffer if nothing returned lives there
         spare = r if grad_x is not r and (dq is None or dq.data_ptr() != r.data_ptr()) else None
