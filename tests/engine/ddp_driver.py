@@ -2,6 +2,8 @@
 functions in the test's process). Modes:
 
 * ``graph CSV CACHE OUT``: a tiny SigGate-GT without BatchNorm or dropout on a toy CSV;
+  ``graph_gatedgcn``: the same with the GatedGCN local branch (BatchNorm inside; the last layer's
+  edge update feeds nothing, so its parameters never get a gradient);
 * ``node OUT [STOP]``: a sampled LTGA-Edge (full neighbourhoods, no dropout) on a small synthetic
   graph; with STOP, rank 0 is interrupted after epoch STOP's checkpoint (a killed job to resume);
 * ``exit``: the exit after a collective that deadlocked torch 2.2's gloo teardown (see
@@ -30,11 +32,11 @@ NODE_RECIPE = {"dataset": "toy", "name": "toy_ltga_edge_sampled", "seeds": [0],
                "train": {"sampler": {"fanouts": [-1, -1], "batch_size": 16, "eval_batch_size": 32}}}
 
 
-def graph_run(csv: Path, cache: Path, out: Path) -> dict:
+def graph_run(csv: Path, cache: Path, out: Path, local: str = "gine") -> dict:
     with main_first():
         data = load_csv_dataset(csv, "smiles", ["a", "b"], split="random", cache_root=cache, progress=False)
     recipe = build_recipe({"dataset": "zinc_smiles", "name": "toy", "task": "graph_regression",
-                           "model": {"name": "siggate_gt", "dim": 16, "heads": 2, "layers": 2, "local": "gine",
+                           "model": {"name": "siggate_gt", "dim": 16, "heads": 2, "layers": 2, "local": local,
                                      "pe": "none", "norm": "layer", "dropout": 0.0, "attn_dropout": 0.0},
                            "optim": {"epochs": 3, "batch_size": 8, "lr": 0.01}})
     return train_graph_model(recipe, data, seed=0, run_dir=out, progress=False)
@@ -78,6 +80,8 @@ if __name__ == "__main__":
     mode, paths = sys.argv[1], list(map(Path, sys.argv[2:]))
     if mode == "graph":
         graph_run(*paths)
+    elif mode == "graph_gatedgcn":  # its last layer's edge update is unused: DDP must accept that
+        graph_run(*paths, local="gatedgcn")
     elif mode == "node":
         node_run(paths[0], *map(int, sys.argv[3:]))
     else:

@@ -103,6 +103,16 @@ def test_two_ranks_train_graphs_like_one_process(tmp_path):
     assert ranked["best_epoch"] == single["best_epoch"] and not (tmp_path / "ddp" / "last.pt").exists()
 
 
+def test_two_ranks_train_a_model_with_parameters_that_never_get_a_gradient(tmp_path):
+    """The paper's GatedGCN branch: the last layer's edge BatchNorm feeds nothing. DDP without
+    static_graph stopped at the second step ("Expected to have finished reduction in the prior
+    iteration"); BatchNorm statistics are per rank, so only completion is checked here."""
+    with open(tmp_path / "toy.csv", "w", newline="") as f:
+        csv.writer(f).writerows([["smiles", "a", "b"]] + [[s, len(s), i % 3] for i, s in enumerate(SMILES)])
+    _torchrun("graph_gatedgcn", tmp_path / "toy.csv", tmp_path / "cache", tmp_path / "ddp")
+    assert len(json.loads((tmp_path / "ddp" / "metrics.json").read_text())["curves"]) == 3
+
+
 def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_path):
     """Full neighbourhoods and no dropout: each rank's half of a batch (8 of 16 seeds; 6 of the last
     12) gives, averaged by DDP, the gradient of the single-process batch, so the curves agree up

@@ -133,7 +133,9 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     loaders = make_dataloaders(data, recipe.optim.batch_size, seed=seed)
     train_loader = shard_train_loader(loaders["train"])  # this rank's part of each batch
     model = model.to(device)
-    trained = model if world()[1] == 1 else torch.nn.parallel.DistributedDataParallel(model)
+    # static_graph: the same parameters go unused at every step (the last GatedGCN layer's edge
+    # update, whose output nothing reads); DDP's default stops at the second step on them
+    trained = model if world()[1] == 1 else torch.nn.parallel.DistributedDataParallel(model, static_graph=True)
     optim = recipe.optim
     optimizer = build_optimizer(model, optim)
     index_optimizer = build_index_optimizer(model, optim)
