@@ -57,7 +57,9 @@ one process, interleaved, median of 60): q-softmax with a per-head tensor q 6.36
 7.10 ms on the 18,002 edges (gathered from and scattered back to the block), entmax (alpha 1.5)
 9.68 against 11.32 ms; torch's softmax on the same block 1.09 ms. The dense twin touches 2.8x as
 many scores (every padded query row too) but needs no index, gather or scatter, and no complete
-graph per batch.
+graph per batch. (Those timings are of the first dense version; the dense q-softmax was then cut
+to about 4.0 ms, 4.9 ms with every head near q = 1, against 0.74 ms for softmax in that harness,
+median of 100; see ``zoo/ops/dense.py``.)
 
 Initialisation: ``in_proj``/``out_proj`` follow ``torch.nn.MultiheadAttention`` (Xavier-uniform
 input projection, zero biases) and use its parameter layout, so its weights load directly.
