@@ -88,11 +88,26 @@ def shuffled_batches(graph, nodes: torch.Tensor, fanouts: list[int], batch_size:
 
 
 def _iterate(loader: dgl.dataloading.DataLoader):
-    """``iter(loader)`` without DGL's advice, on every CPU epoch, to pin sampler worker threads to
-    cores (the zoo samples in the main process)."""
+    """The batches of ``loader``, each sampled on one OpenMP thread, without DGL's advice (on every
+    CPU epoch) to pin sampler worker threads to cores (the zoo samples in the main process).
+
+    DGL's neighbour sampling draws from per-thread random streams, so with several OpenMP threads
+    the same seed gave different neighbourhoods from run to run; on one thread it is reproducible
+    (and a resumed run draws the same batches). The thread count is restored for the training step.
+    """
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Dataloader CPU affinity opt is not enabled")
-        return iter(loader)
+        batches = iter(loader)
+    while True:
+        threads = dgl.utils.get_num_threads()
+        dgl.utils.set_num_threads(1)
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        finally:
+            dgl.utils.set_num_threads(threads)
+        yield batch
 
 
 def sampled_forward(model: nn.Module, graph, blocks: list, features: torch.Tensor) -> torch.Tensor:
@@ -103,7 +118,7 @@ def sampled_forward(model: nn.Module, graph, blocks: list, features: torch.Tenso
     ``model`` may be wrapped in ``DistributedDataParallel`` (the wrapper runs the forward).
 
     >>> input_nodes, output_nodes, blocks = next(iter(neighbour_loader(g, seeds, [10, 10], 64)))  # doctest: +SKIP
-    >>> logits = sampled_forward(model, g, blocks, g.ndata["feat"][input_nodes])
+    >>> logits = sampled_forward(model, g, blocks, g.ndata["feat"][input_nodes])  # doctest: +SKIP
     """
     inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
     layers = graph_layers(inner)
