@@ -4,7 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.engine.node_trainer import _optimizers, index_trajectory
+from zoo.engine.index_training import index_trajectory
+from zoo.engine.node_trainer import _optimizers
 from zoo.engine.recipe import OptimConfig
 from zoo.models import (HasGPSLayers, HasHead, HasIndexParameters, HasLTGALayers, HasPositionalEncodings,
                         create_model)

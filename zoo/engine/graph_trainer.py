@@ -21,11 +21,11 @@ from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
 from zoo.engine.epoch_loop import finish, run_epochs
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
-from zoo.engine.node_trainer import _shannon_prior, index_trajectory
+from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
 from zoo.engine.recipe import OptimConfig, Recipe
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
-from zoo.models.capabilities import HasGPSLayers, HasIndexParameters, HasPositionalEncodings
+from zoo.models.capabilities import HasGPSLayers, HasPositionalEncodings
 
 
 def masked_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> torch.Tensor:
@@ -82,16 +82,7 @@ def build_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.O
     True
     """
     kind = torch.optim.AdamW if optim.optimizer == "adamw" else torch.optim.Adam
-    index = {id(p) for p in model.index_parameters()} if isinstance(model, HasIndexParameters) else set()
-    return kind([p for p in model.parameters() if p.requires_grad and id(p) not in index], lr=optim.lr,
-                weight_decay=optim.weight_decay, foreach=True)
-
-
-def build_index_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.Optimizer | None:
-    """LTGA's separate Adam for a :class:`HasIndexParameters` model's indices (``q_lr``, no weight
-    decay), or None for a model without any."""
-    index = list(model.index_parameters()) if isinstance(model, HasIndexParameters) else []
-    return torch.optim.Adam(index, lr=optim.q_lr, weight_decay=0.0) if index else None
+    return kind(split_index_parameters(model)[0], lr=optim.lr, weight_decay=optim.weight_decay, foreach=True)
 
 
 def update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, optim: OptimConfig) -> None:
@@ -159,7 +150,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
                 loss.backward()
             else:
                 index_optimizer.zero_grad()
-                (loss + _shannon_prior(model, optim.q_prior)).backward()
+                (loss + shannon_prior(model, optim.q_prior)).backward()
             update(model, optimizer, optim)
             if index_optimizer is not None and epoch >= optim.q_warmup:
                 index_optimizer.step()

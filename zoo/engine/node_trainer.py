@@ -24,12 +24,13 @@ from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, world
 from zoo.engine.epoch_loop import finish, run_epochs
+from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.node_sampling import LayerwiseInference, layerwise_forward, sampled_forward, shuffled_batches
 from zoo.engine.recipe import Recipe
 from zoo.engine.reproducibility import seed_everything
 from zoo.models import create_model
-from zoo.models.capabilities import HasIndexParameters, HasLTGALayers
+from zoo.models.capabilities import HasLTGALayers
 
 
 def train_node_classifier(
@@ -76,7 +77,7 @@ def train_node_classifier(
     trained = model if world_size == 1 else torch.nn.parallel.DistributedDataParallel(model)
 
     def step(loss: torch.Tensor, epoch: int) -> None:
-        (loss + _shannon_prior(model, recipe.optim.q_prior)).backward()
+        (loss + shannon_prior(model, recipe.optim.q_prior)).backward()
         optimizers[0].step()
         if len(optimizers) > 1 and epoch >= recipe.optim.q_warmup:
             optimizers[1].step()
@@ -172,36 +173,11 @@ def _epoch_seed(seed: int, epoch: int, rank: int | None = None) -> int:
 
 
 def _optimizers(model, optim) -> list[torch.optim.Optimizer]:
-    """Adam for the weights; a second Adam (no weight decay) for index parameters, if any."""
-    index = list(model.index_parameters()) if isinstance(model, HasIndexParameters) else []
-    ids = {id(p) for p in index}
-    weights = [p for p in model.parameters() if id(p) not in ids]
-    optimizers = [torch.optim.Adam(weights, lr=optim.lr, weight_decay=optim.weight_decay)]
-    if index:
-        optimizers.append(torch.optim.Adam(index, lr=optim.q_lr, weight_decay=0.0))
-    return optimizers
-
-
-def _shannon_prior(model, strength: float) -> torch.Tensor | float:
-    """``strength * mean (q - 1)^2`` over every q the model used in its last forward."""
-    if strength == 0 or not isinstance(model, HasIndexParameters):
-        return 0.0
-    values = [q.flatten() for q in model.q_values()]
-    return strength * torch.cat(values).sub(1).pow(2).mean() if values else 0.0
-
-
-def index_trajectory(model) -> dict[str, float]:
-    """q per layer and head (mean, and sd over edges for per-edge q) from the last forward."""
-    if not isinstance(model, HasIndexParameters):
-        return {}
-    row = {}
-    for layer, q in enumerate(model.q_values()):
-        q = q.detach().reshape(-1, q.shape[-1]) if q.dim() else q.detach().reshape(1, 1)
-        for head, column in enumerate(q.T):
-            row[f"q_mean/layer{layer}_head{head}"] = float(column.mean())
-            if len(column) > 1:
-                row[f"q_sd/layer{layer}_head{head}"] = float(column.std())
-    return row
+    """Adam for the weights; the indices' own Adam (:mod:`zoo.engine.index_training`), if any."""
+    weights = split_index_parameters(model)[0]
+    index_optimizer = build_index_optimizer(model, optim)
+    return [torch.optim.Adam(weights, lr=optim.lr, weight_decay=optim.weight_decay)] + \
+        ([index_optimizer] if index_optimizer is not None else [])
 
 
 def _evaluate_losses(model, predict: Callable[[], torch.Tensor], data, masks, main_metric: str) -> dict:
