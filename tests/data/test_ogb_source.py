@@ -1,17 +1,31 @@
 """OGB sources on stand-in OGB folders (OGB's files are not staged offline): where the folder is
-looked for, copied and verified, how graphs, labels and split come out, and what OGB may read."""
+looked for, copied and verified, how graphs, labels and split come out, and what OGB may read;
+ogbn-arxiv / ogbn-products from stand-ins in OGB's raw layout, OGB's Evaluator against a hand count."""
+import hashlib
+import io
+import json
+import math
 import re
 import shutil
 import warnings
+import zipfile
+from pathlib import Path
 
 import dgl
+import numpy as np
 import pandas as pd
 import pytest
 import torch
+from ogb.nodeproppred import Evaluator
 
-from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset
+from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
 from zoo.data.mirror import STAMP, Roots
 from zoo.data.ogb_source import load_ogb
+from zoo.engine.experiment import run_recipe
+from zoo.engine.metrics import classification_metrics
+from zoo.engine.recipe import load_recipe
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _stand_in(root):
@@ -95,3 +109,120 @@ def test_missing_ogb_folder_offline_names_the_url(tmp_path):
     with pytest.raises(DatasetNotFoundError, match=re.escape(card["source"]["url"])) as info:
         load_ogb(card, Roots(tmp_path / "data", tmp_path / "cache", True), limit=None)
     assert "ogbg_molpcba" in str(info.value) and not (tmp_path / "cache").exists()
+
+
+# ----------------------------------------------------------------------------- ogbn node datasets
+
+N = 80  # nodes of the stand-in ogbn graphs
+ARXIV_FEATURES = 6
+
+
+def _ogbn_files(tmp_path, name: str) -> dict:
+    """The files OGB 1.3.6's DglNodePropPredDataset reads from ogbn-<name>'s zip, in its layout:
+    ``<name>/raw/*.csv.gz`` (no header; edges in one direction, OGB adds the inverse only where
+    its master.csv says add_inverse_edge, i.e. for products), ``node_year`` for arxiv (master.csv's
+    additional node files), ``<name>/split/<time | sales_ranking>/{train,valid,test}.csv.gz`` and
+    ``<name>/RELEASE_v1.txt``. Edges i -> i+1 and i -> i+5 (mod N) and one self-loop 0 -> 0."""
+    rng = np.random.default_rng(0)
+    edges = [[i, (i + step) % N] for i in range(N) for step in (1, 5)] + [[0, 0]]
+    tables = {
+        "raw/edge.csv.gz": edges,
+        "raw/num-node-list.csv.gz": [N],
+        "raw/num-edge-list.csv.gz": [len(edges)],
+        "raw/node-feat.csv.gz": rng.random((N, ARXIV_FEATURES)).round(4),
+        "raw/node-label.csv.gz": [(7 * i) % 40 for i in range(N)],
+    }
+    split = "time" if name == "arxiv" else "sales_ranking"
+    if name == "arxiv":
+        tables["raw/node_year.csv.gz"] = [2010 + i % 10 for i in range(N)]
+    parts = {"train": range(0, 40), "valid": range(40, 60), "test": range(60, N)}
+    tables.update({f"split/{split}/{part}.csv.gz": list(idx) for part, idx in parts.items()})
+    files = {f"{name}/RELEASE_v1.txt": b""}
+    for path, table in tables.items():
+        pd.DataFrame(table).to_csv(tmp_path / "table.csv.gz", header=False, index=False)
+        files[f"{name}/{path}"] = (tmp_path / "table.csv.gz").read_bytes()
+    return files
+
+
+def _ogbn_zip(files: dict) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return buffer.getvalue()
+
+
+def _undirected_pairs(graph) -> set:
+    src, dst = graph.edges()
+    return {frozenset((int(u), int(v))) for u, v in zip(src, dst)}
+
+
+def test_ogbn_arxiv_from_zoo_data_is_bidirected_with_ogbs_time_split(tmp_path):
+    """The stand-in folder in $ZOO_DATA/ogb/ogbn_arxiv (OGB's zip, unzipped and renamed as the card
+    says): 160 one-way edges + 1 self-loop become 320 directed edges + 80 self-loops; the split is
+    the files' 40/20/20; features and labels are the CSV's."""
+    files = _ogbn_files(tmp_path, "arxiv")
+    folder = tmp_path / "data" / "ogb" / "ogbn_arxiv"
+    for path, data in files.items():
+        (folder / path.split("/", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path.split("/", 1)[1]).write_bytes(data)
+    data = load_node_dataset("ogbn-arxiv", data_root=tmp_path / "data", cache_root=tmp_path / "cache", offline=True)
+    graph = data.graph
+    assert graph.num_nodes() == N and graph.num_edges() == 2 * 2 * N + N
+    src, dst = graph.edges()
+    directed = set(zip(src.tolist(), dst.tolist()))
+    assert all((v, u) in directed for u, v in directed)  # every citation in both directions
+    assert sorted(u for u, v in directed if u == v) == list(range(N))  # one self-loop per node
+    assert _undirected_pairs(graph) - {frozenset((i,)) for i in range(N)} == {
+        frozenset((i, (i + step) % N)) for i in range(N) for step in (1, 5)}
+    assert [int(m.sum()) for m in (data.train_mask, data.val_mask, data.test_mask)] == [40, 20, 20]
+    assert data.val_mask.nonzero().flatten().tolist() == list(range(40, 60))
+    assert data.labels.tolist() == [(7 * i) % 40 for i in range(N)] and data.num_classes == 40
+    csv = pd.read_csv(folder / "raw" / "node-feat.csv.gz", header=None).to_numpy()
+    assert data.features.dtype == torch.float32 and torch.allclose(data.features, torch.from_numpy(csv).float())
+    assert not (tmp_path / "data" / "ogb" / "ogbn_arxiv" / "processed").exists()  # OGB wrote into the cache only
+
+
+def test_ogbn_products_downloads_over_loopback_keeps_ogbs_inverse_edges_and_trains_sampled(
+        tmp_path, loopback, temp_cards, monkeypatch):
+    """OGB's products.zip from a loopback URL, pinned by sha256 in a temporary card; OGB adds the
+    inverse edges itself (add_inverse_edge), so the graph is 2 x 161 edges minus the doubled
+    self-loop plus one self-loop per node; then one sampled epoch of the shipped recipe."""
+    archive = _ogbn_zip(_ogbn_files(tmp_path, "products"))
+    temp_cards("ogbn_products", lambda card: card["source"].update(
+        url=loopback.serve("/products.zip", archive), archive_sha256=hashlib.sha256(archive).hexdigest()))
+    for var, value in [("ZOO_OFFLINE", "0"), ("ZOO_DATA", tmp_path / "data"), ("ZOO_CACHE", tmp_path / "cache")]:
+        monkeypatch.setenv(var, str(value))
+    recipe = load_recipe(REPO / "recipes" / "ogbn_products_ltga_edge.yaml",
+                         ["model.hidden=4", "model.heads=2", "seeds=[0]", "train.sampler.batch_size=16"], epochs=1)
+    run_recipe(recipe, tmp_path / "runs", progress=False)
+    assert loopback.requests == ["/products.zip"]
+    (metrics,) = (tmp_path / "runs").glob("*/*/seed0/metrics.json")
+    metrics = json.loads(metrics.read_text())
+    assert metrics["dataset"] == "ogbn_products" and metrics["epochs_run"] == 1
+    assert math.isfinite(metrics["curves"][0]["train_loss"]) and math.isfinite(metrics["final"]["test"]["nll"])
+    data = load_node_dataset("ogbn_products", offline=True)  # from the verified cache, no request
+    assert len(loopback.requests) == 1 and data.graph.num_edges() == 2 * 2 * N + N
+    assert [int(m.sum()) for m in (data.train_mask, data.val_mask, data.test_mask)] == [40, 20, 20]
+
+
+def test_ogbs_evaluator_and_the_zoo_accuracy_agree_with_a_hand_count():
+    """OGB's Evaluator('ogbn-arxiv') 'acc' and the zoo's accuracy on the same logits both equal
+    the fraction counted by hand (argmax == label; random float64 logits have no ties)."""
+    logits = torch.randn(50, 40, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    labels = torch.arange(50) % 40
+    labels[:12] = logits[:12].argmax(1)  # at least 12 right
+    right = sum(int(max(range(40), key=lambda c: logits[i, c]) == labels[i]) for i in range(50))
+    evaluated = Evaluator("ogbn-arxiv").eval({"y_true": labels[:, None], "y_pred": logits.argmax(1, keepdim=True)})
+    zoo = classification_metrics(logits, labels, ["accuracy"])["accuracy"]
+    assert right >= 12 and evaluated["acc"] == pytest.approx(right / 50, abs=1e-12)
+    assert zoo == pytest.approx(right / 50, abs=1e-6)  # the zoo averages in float32
+
+
+@pytest.mark.parametrize("name", ["ogbn_arxiv", "ogbn_products"])
+def test_ogbn_cards_offline_without_a_copy_name_the_url_and_the_folder(name, tmp_path):
+    card = load_card(name)
+    with pytest.raises(DatasetNotFoundError, match=re.escape(card["source"]["url"])) as info:
+        load_node_dataset(name, data_root=tmp_path / "data", cache_root=tmp_path / "cache", offline=True)
+    assert f"$ZOO_DATA/ogb/ renamed {name!r}" in str(info.value) and "\n" not in str(info.value)
+    assert card["split"]["num_splits"] == 1 and card["source"]["archive_sha256"] is None

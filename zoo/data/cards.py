@@ -32,9 +32,9 @@ SOURCE_KEYS = {
     "synthetic": ("parameters",),
 }
 """Each ``source.kind`` with the source fields it needs."""
-NODE_KINDS = ("dgl", "synthetic")
-"""The source kinds of node-classification cards (``synthetic``: ``zoo.data.synthetic_sbm_graph``
-called with the card's ``source.parameters``)."""
+NODE_KINDS = ("dgl", "synthetic", "ogb")
+"""The source kinds of node-classification cards (``ogb``: OGB's ``DglNodePropPredDataset``;
+``synthetic``: ``zoo.data.synthetic_sbm_graph`` called with the card's ``source.parameters``)."""
 CSV_SPLITS = ("fixed_index_file", "scaffold", "random")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MD5 = re.compile(r"[0-9a-f]{32}")

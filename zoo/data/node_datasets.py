@@ -1,6 +1,6 @@
 """Node-classification datasets: a card in (``source.kind: dgl``: DGL's dataset class underneath;
-``synthetic``: :func:`zoo.data.synthetic.synthetic_sbm_graph` with the card's parameters), one
-split out."""
+``ogb``: OGB's ``DglNodePropPredDataset`` with its official split; ``synthetic``:
+:func:`zoo.data.synthetic.synthetic_sbm_graph` with the card's parameters), one split out."""
 from __future__ import annotations
 
 import inspect
@@ -14,6 +14,7 @@ import torch
 from zoo.data.cards import DatasetError, card_path, load_card
 from zoo.data.dgl_source import build_dgl, dgl_class, ensure_dgl_raw_folder
 from zoo.data.mirror import resolve_roots
+from zoo.data.ogb_source import load_ogb_node_graph
 from zoo.data.synthetic import synthetic_sbm_graph
 
 MASKS = ("train_mask", "val_mask", "test_mask")
@@ -68,8 +69,11 @@ def load_node_dataset(
     index = _split_index(card, split)
     if card["source"]["kind"] == "synthetic":
         return _synthetic(card, index)
+    roots = resolve_roots(data_root, cache_root, offline)
+    if card["source"]["kind"] == "ogb":
+        return _node_data(card, *load_ogb_node_graph(card, roots), index)
     cls = dgl_class(card)
-    data_root, cache_root, offline = resolve_roots(data_root, cache_root, offline)
+    data_root, cache_root, offline = roots
     ensure_dgl_raw_folder(card, cls, data_root=data_root, cache_root=cache_root, offline=offline)
     dataset = build_dgl(card, cls, cache_root)
     return _node_data(card, dataset[0], dataset.num_classes, index)

@@ -1,4 +1,6 @@
-"""Cards of ``source.kind: ogb``: OGB's graph-property datasets through ``DglGraphPropPredDataset``.
+"""Cards of ``source.kind: ogb``: OGB's graph-property datasets through ``DglGraphPropPredDataset``
+and its node-property datasets (ogbn-arxiv, ogbn-products) through ``DglNodePropPredDataset``,
+always with OGB's official split (``get_idx_split``).
 
 OGB reads and writes ``$ZOO_CACHE/ogb/<folder>`` (``<folder>`` is the OGB name with ``_`` for
 ``-``). The zoo fills it first, so OGB never downloads: a verified private copy of
@@ -13,7 +15,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import dgl
 import ogb
+import torch
 
 from zoo.data.cards import DatasetError, DatasetNotFoundError
 from zoo.data.graph_data import GraphData, from_graphs
@@ -38,6 +42,38 @@ def load_ogb(card: dict, roots: Roots, *, limit: int | None, **_) -> GraphData:
     """The card's OGB dataset with OGB's split; labels as float32 ``[n, T]`` (NaN kept)."""
     from ogb.graphproppred import DglGraphPropPredDataset  # noqa: PLC0415 (heavy import)
 
+    dataset, split = _read_ogb(card, roots, DglGraphPropPredDataset)
+    targets = dataset.labels.float().reshape(len(dataset.graphs), -1)
+    return from_graphs(card, list(dataset.graphs), targets, split, limit=limit,
+                       source=f"ogb {card['source']['ogb_name']}", version=f"ogb{ogb.__version__}")
+
+
+def load_ogb_node_graph(card: dict, roots: Roots) -> tuple[dgl.DGLGraph, int]:
+    """The card's OGB node dataset as one graph and its number of classes.
+
+    ``ndata``: ``feat`` (float32), ``label`` (``[N]``) and the boolean masks ``train_mask``,
+    ``val_mask``, ``test_mask`` of OGB's official split (``valid`` is ``val``). With
+    ``source.to_bidirected: true`` (ogbn-arxiv, a directed citation graph) every edge is stored
+    in both directions, as DGL's and OGB's ogbn-arxiv examples do.
+
+    >>> graph, classes = load_ogb_node_graph(load_card("ogbn_arxiv"), resolve_roots())  # doctest: +SKIP
+    """
+    from ogb.nodeproppred import DglNodePropPredDataset  # noqa: PLC0415 (heavy import)
+
+    dataset, split = _read_ogb(card, roots, DglNodePropPredDataset)
+    source, labels = dataset.graph[0], dataset.labels
+    graph = dgl.to_bidirected(source) if card["source"].get("to_bidirected") else source
+    graph.ndata["feat"] = source.ndata["feat"].float()
+    graph.ndata["label"] = labels.reshape(graph.num_nodes(), -1)[:, 0].long()
+    for key, part in (("train_mask", "train"), ("val_mask", "valid"), ("test_mask", "test")):
+        mask = torch.zeros(graph.num_nodes(), dtype=torch.bool)
+        mask[split[part]] = True
+        graph.ndata[key] = mask
+    return graph, dataset.num_classes
+
+
+def _read_ogb(card: dict, roots: Roots, dataset_class: type):
+    """``dataset_class`` (an OGB DGL dataset) on the verified cache folder, and its official split."""
     src = card["source"]
     folder = src["ogb_name"].replace("-", "_")
     target = roots.cache / "ogb" / folder
@@ -45,7 +81,7 @@ def load_ogb(card: dict, roots: Roots, *, limit: int | None, **_) -> GraphData:
     if (target.parent / f"{folder}_dgl").exists():  # OGB prefers this older folder name to the verified one
         raise DatasetError(f"Dataset {card['name']!r}: OGB would read {target.parent / f'{folder}_dgl'} instead of "
                            f"the verified {target}; delete it.")
-    if not any(target.glob("RELEASE_v*.txt")):
+    if not any(target.glob("RELEASE_v*.txt")):  # without it OGB asks on stdin whether to update
         raise DatasetError(
             f"Dataset {card['name']!r}: {target} lacks OGB's RELEASE_v*.txt, so it is incomplete "
             "or from another OGB version. Delete the folder and load again."
@@ -55,14 +91,12 @@ def load_ogb(card: dict, roots: Roots, *, limit: int | None, **_) -> GraphData:
             raise DatasetError(f"Dataset {card['name']!r}: {target} holds neither OGB's raw files nor its "
                                "processed file. Delete the folder and load again.")
         try:
-            dataset = DglGraphPropPredDataset(src["ogb_name"], root=str(target.parent))
+            dataset = dataset_class(src["ogb_name"], root=str(target.parent))
             split = dataset.get_idx_split()
         except Exception as exc:  # noqa: BLE001 (OGB raises anything on unreadable files)
             raise DatasetError(f"Dataset {card['name']!r}: OGB could not read {target} ({type(exc).__name__}: "
                                f"{exc}). Delete the folder and load again.") from exc
-    targets = dataset.labels.float().reshape(len(dataset.graphs), -1)
-    return from_graphs(card, list(dataset.graphs), targets, split, limit=limit,
-                       source=f"ogb {src['ogb_name']}", version=f"ogb{ogb.__version__}")
+    return dataset, split
 
 
 def ensure_ogb_folder(card: dict, roots: Roots) -> set[str]:
