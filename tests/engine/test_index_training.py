@@ -1,9 +1,11 @@
-"""zoo.engine.index_training: the indices' own optimizer, the Shannon prior and the q log."""
+"""zoo.engine.index_training: the indices' own optimizer, the Shannon prior, the q log and the
+gradient norm reaching the indices."""
 import pytest
 import torch
 from torch import nn
 
-from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
+from zoo.engine.index_training import (build_index_optimizer, index_gradient_norm, index_trajectory, shannon_prior,
+                                      split_index_parameters)
 from zoo.engine.recipe import OptimConfig
 from zoo.models.capabilities import HasIndexParameters
 
@@ -42,3 +44,15 @@ def test_shannon_prior_and_trajectory_by_hand():
     row = index_trajectory(model)
     assert row["q_mean/layer0_head0"] == pytest.approx(1.2, rel=1e-6)
     assert row["q_sd/layer0_head1"] == pytest.approx(0.5, rel=1e-6)  # sample sd of 1.5, 0.5, 1.0
+
+
+def test_gradient_norm_reaching_the_indices_by_hand():
+    model = _TwoHeads()
+    assert index_gradient_norm(model) is None and "q_grad_norm" not in index_trajectory(model)  # no backward yet
+    model.q_values()[0].pow(2).sum().backward()
+    # dL/da = 2 q: q = [[1, 1.5], [1.2, 0.5], [1.4, 1]], sum q^2 = 7.9, so ||dL/da|| = 2 sqrt(7.9)
+    assert index_gradient_norm(model) == pytest.approx(2 * 7.9**0.5, rel=1e-6)
+    assert index_trajectory(model)["q_grad_norm"] == pytest.approx(2 * 7.9**0.5, rel=1e-6)
+    model.weight.grad = torch.full((2,), 100.0)  # the weights' gradients do not count
+    assert index_gradient_norm(model) == pytest.approx(2 * 7.9**0.5, rel=1e-6)
+    assert index_gradient_norm(nn.Linear(1, 1)) is None
