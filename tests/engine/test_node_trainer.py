@@ -7,8 +7,11 @@ import dgl
 import pytest
 import torch
 
+from zoo.analysis.oversmoothing import directional_dirichlet_energy, mean_cosine_distance
+from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import build_recipe
+from zoo.models import create_model
 
 
 def _toy_data(num_nodes=60, num_classes=3):
@@ -97,6 +100,27 @@ def test_diagnostics_are_recorded_for_ltga(tmp_path):
     assert len(diagnostics["layers"]) == 2 and set(diagnostics["counterfactual"]) == {
         "trained", "A_softmax", "B_random_prune", "C_clamp_q"}
     assert diagnostics["counterfactual"]["trained"] == pytest.approx(metrics["final"]["test"]["accuracy"])
+
+
+@pytest.mark.parametrize("name", ["gcn", "gat", "ltga"])
+def test_oversmoothing_of_the_best_model_is_recorded(tmp_path, name):
+    """metrics.json holds Table 19's diagnostics of the last hidden layer of the best weights:
+    recomputed here from best.pt by hand (ELU of the first layer, heads concatenated)."""
+    data = _toy_data()
+    model = {"name": name, "hidden": 4, "dropout": 0.3, **({} if name == "gcn" else {"heads": 2})}
+    recipe = build_recipe({"dataset": "toy", "name": f"toy_{name}", "model": model, "optim": {"epochs": 6}})
+    metrics = train_node_classifier(recipe, data, 0, tmp_path, progress=False)
+    written = json.loads((tmp_path / "metrics.json").read_text())["oversmoothing"]
+    best = create_model(name, in_feats=8, num_classes=3, **recipe.model_args())
+    best.load_state_dict(load_checkpoint(tmp_path / "best.pt")["model"])
+    best.eval()
+    with torch.no_grad():
+        hidden = best.convs[0](data.graph, data.features)
+        hidden = torch.nn.functional.elu(hidden) if name == "gcn" else hidden.flatten(1)
+    assert written == metrics["oversmoothing"]
+    assert written["dirichlet_energy"] == pytest.approx(directional_dirichlet_energy(hidden, data.graph), rel=1e-5)
+    assert written["mad"] == pytest.approx(mean_cosine_distance(hidden), rel=1e-5)
+    assert 0 < written["dirichlet_energy"] < 2 and 0 < written["mad"] < 2
 
 
 # ---- mini-batch training (train.sampler) ---------------------------------------------------------

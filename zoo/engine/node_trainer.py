@@ -20,6 +20,7 @@ from torch.nn import functional as F
 from torch.utils.tensorboard import SummaryWriter
 
 from zoo.analysis.counterfactuals import ltga_diagnostics
+from zoo.analysis.oversmoothing import oversmoothing_diagnostics
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, world
@@ -45,7 +46,10 @@ def train_node_classifier(
 ) -> dict:
     """Train ``recipe``'s model on ``data`` (a :class:`zoo.data.NodeData`) for one seed.
 
-    Early stopping on validation loss; the best epoch's weights give the final metrics. Writes
+    Early stopping on validation loss; the best epoch's weights give the final metrics and, in a
+    full-batch run, ``metrics.json``'s ``oversmoothing``: the directional Dirichlet energy and MAD
+    of the last hidden layer over the whole graph (the LTGA paper's Table 19, see
+    :func:`zoo.analysis.oversmoothing.oversmoothing_diagnostics`). Writes
     ``best.pt``, TensorBoard events and ``metrics.json`` into ``run_dir`` and resumes from
     ``last.pt`` if a killed run left one (see :func:`zoo.engine.epoch_loop.run_epochs`).
     ``on_epoch_end(epoch, row)`` is called after each epoch's checkpoint is safely written.
@@ -130,6 +134,8 @@ def train_node_classifier(
     final = {split: classification_metrics(logits[mask], data.labels[mask]) for split, mask in masks.items()}
     chunk_size = None if sampler is None else sampler.eval_batch_size
     diagnostics = _attention_diagnostics(model, data, masks["test"], main_metric, seed, run_dir, chunk_size)
+    # full batch only: a sampled run's graph may not fit one forward
+    oversmoothing = oversmoothing_diagnostics(model, data.graph, data.features) if sampler is None else None
     metrics = {
         "seed": seed,
         "split": data.split,
@@ -143,6 +149,7 @@ def train_node_classifier(
         "final": final,
         "curves": state["curves"],
         **({"diagnostics": diagnostics} if diagnostics else {}),
+        **({"oversmoothing": oversmoothing} if oversmoothing else {}),
     }
     write_json(metrics, run_dir / "metrics.json")
     finish(run_dir)
