@@ -4,6 +4,9 @@
     python tools/train.py recipes/cora_gat.yaml --set model.heads=4 --epochs 50 --out runs
     torchrun --nproc_per_node 2 tools/train.py recipes/zinc_siggate.yaml   # graph tasks, data-parallel
     torchrun --nproc_per_node 2 tools/train.py recipes/cora_ltga_edge_sampled.yaml   # node tasks with train.sampler
+    python tools/train.py recipes/cora_ltga_edge_sampled.yaml --dist-config parts/cora/cora.json --ip-config ip_config.txt
+        # DistDGL: a graph partitioned by tools/partition.py; every server and trainer runs this command
+        # (DGL's tools/launch.py sets their roles); without DGL_DIST_MODE: standalone, 1 partition
 
 Exit codes: 0 done, 1 data error, 2 bad recipe or arguments, 130 interrupted (rerun to resume).
 """
@@ -20,6 +23,7 @@ from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa:
 from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.cli import add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
+from zoo.engine.dist_graph_training import check_recipe, open_dist_graph, train_dist_graph  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
 
@@ -30,7 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     add_run_options(parser, "override a recipe key, e.g. --set model.heads=4 (repeatable)")
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--dist-config", help="train on DistDGL from this partition config (tools/partition.py's "
+                                              "<out>/<dataset>.json); see zoo.engine.dist_graph_training")
+    parser.add_argument("--ip-config", help="DistDGL: the file of server IPs and ports, one machine a line")
     args = parser.parse_args(argv)
+    if args.ip_config and not args.dist_config:
+        print("error: --ip-config needs --dist-config (the partition config of tools/partition.py)", file=sys.stderr)
+        return 2
     try:
         recipe = load_recipe(args.recipe, args.overrides, epochs=args.epochs)
         seeds = parse_seeds(args.seeds) if args.seeds is not None else None
@@ -39,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet, device=args.device)
+        if args.dist_config:
+            check_recipe(recipe)
+            data = open_dist_graph(args.dist_config, args.ip_config)
+            for seed in seeds if seeds is not None else recipe.seeds:
+                train_dist_graph(recipe, data, seed, args.out)
+        else:
+            run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet, device=args.device)
     except DatasetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -1,5 +1,5 @@
 """tools/train.py end to end: a short Cora run from $ZOO_DATA, skipping and --force (bad input:
-test_bad_inputs.py)."""
+test_bad_inputs.py); the DistDGL options' errors (DistDGL runs: tests/engine/test_dist_graph_training.py)."""
 import json
 
 from tests.tools.tool_loader import ROOT, load_tool
@@ -28,3 +28,15 @@ def test_short_cora_run_writes_the_run_folder(offline_env, tmp_path, capsys):
     assert (base / "seed0" / "metrics.json").stat().st_mtime_ns == before
     assert train_cli.main(args[:2] + ["0"] + args[3:] + ["--force"]) == 0
     assert (base / "seed0" / "metrics.json").stat().st_mtime_ns != before
+
+
+def test_dist_options_are_checked_before_any_distributed_service_starts(tmp_path, capsys):
+    sampled = str(ROOT / "recipes/cora_ltga_edge_sampled.yaml")
+    assert train_cli.main([sampled, "--ip-config", "ip_config.txt", "--out", str(tmp_path)]) == 2
+    assert "--ip-config needs --dist-config" in capsys.readouterr().err
+    assert train_cli.main([sampled, "--dist-config", str(tmp_path / "none.json"), "--out", str(tmp_path)]) == 2
+    assert f"--dist-config {tmp_path / 'none.json'}: no such partition config" in capsys.readouterr().err
+    full_batch = str(ROOT / "recipes/cora_gat.yaml")
+    assert train_cli.main([full_batch, "--dist-config", str(tmp_path / "none.json"), "--out", str(tmp_path)]) == 2
+    assert "DistGraph training is for node recipes with train.sampler" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,166 @@
+"""DistGraph training (zoo.engine.dist_graph_training) through tools/train.py on Cora partitioned by
+tools/partition.py: DGL's standalone mode (1 partition, one process), and DGL's distributed mode
+with 2 partitions, 2 graph servers and 2 trainers on 127.0.0.1. With full neighbourhoods and no
+dropout every epoch is one step over all 140 training nodes, so the 2-trainer run must follow the
+single process's loss curve; the final metrics must equal a layer-wise evaluation of the saved
+model on the whole graph (zoo.engine.node_sampling, a different code path). Every launch has its
+own timeout and every process started is killed at the end, whatever happens."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from zoo.data import load_node_dataset
+from zoo.engine.checkpoint import load_checkpoint
+from zoo.engine.node_sampling import layerwise_forward
+from zoo.models import create_model
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = REPO / "recipes" / "cora_ltga_edge_sampled.yaml"
+EXACT = ["--set", "train.sampler.fanouts=[-1,-1]", "--set", "model.dropout=0.0", "--set", "model.attn_dropout=0.0",
+         "--epochs", "4", "--seeds", "0"]
+TIMEOUT = 90  # seconds for a whole launch (servers, trainers, exit)
+PRIVATE_SHM = ["unshare", "-Urm", "sh", "-c", 'mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"']
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _partition(tmp_path: Path, parts: int) -> Path:
+    out = tmp_path / f"parts{parts}"
+    subprocess.run([sys.executable, str(REPO / "tools" / "partition.py"), "cora", "--parts", str(parts), "--out",
+                    str(out)], check=True, capture_output=True, timeout=TIMEOUT)
+    return out / "cora.json"
+
+
+def _run(commands: list[tuple[list, dict]], tmp_path: Path, wait_for: int) -> list[tuple[int, str]]:
+    """Start every command (its own session, env added to ours), wait for the first ``wait_for``
+    to finish and then the rest, all within TIMEOUT; kill whatever is left. Returns (code, output)."""
+    processes = []
+    try:
+        for index, (command, env) in enumerate(commands):
+            log = open(tmp_path / f"process{index}.log", "w+")
+            processes.append((subprocess.Popen(command, env={**os.environ, "OMP_NUM_THREADS": "1", **env},
+                                               stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
+                                               start_new_session=True), log))
+        ordered = processes[-wait_for:] + processes[:-wait_for]
+        deadline = TIMEOUT + time.monotonic()
+        for process, _ in ordered:
+            try:
+                process.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"{process.args} did not finish within {TIMEOUT} s (a hang)")
+        results = []
+        for process, log in processes:
+            log.seek(0)
+            results.append((process.returncode, log.read()))
+        return results
+    finally:
+        for process, log in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            log.close()
+
+
+def _train_command(part_config: Path, out: Path, ip_config: Path | None = None) -> list:
+    command = [sys.executable, str(REPO / "tools" / "train.py"), str(RECIPE), "--dist-config", str(part_config),
+               "--out", str(out), "--quiet", *EXACT]
+    return command + (["--ip-config", str(ip_config)] if ip_config else [])
+
+
+def _metrics(out: Path) -> tuple[dict, Path]:
+    (path,) = out.glob("*/*/seed0/metrics.json")
+    return json.loads(path.read_text()), path.parent
+
+
+def _layerwise(run_dir: Path) -> dict:
+    """Loss and accuracy of the saved model on val and test, layer-wise over the whole graph."""
+    data = load_node_dataset("cora")
+    state = load_checkpoint(run_dir / "best.pt")
+    model = create_model("ltga", in_feats=data.features.shape[1], num_classes=data.num_classes,
+                         **{k: v for k, v in state["recipe"]["model"].items() if k != "name"})
+    model.load_state_dict(state["model"])
+    with torch.no_grad():
+        logits = layerwise_forward(model.eval(), data.graph, data.features, 512)
+    return {part: {"loss": float(F.cross_entropy(logits[mask].double(), data.labels[mask])),
+                   "accuracy": float((logits[mask].argmax(1) == data.labels[mask]).double().mean())}
+            for part, mask in (("val", data.val_mask), ("test", data.test_mask))}
+
+
+def _close(got: dict, want: dict, tolerance: float) -> None:
+    for part in ("val", "test"):
+        assert got[part]["loss"] == pytest.approx(want[part]["loss"], abs=tolerance), part
+        assert got[part]["accuracy"] == pytest.approx(want[part]["accuracy"], abs=1e-9), part
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    """One process on a 1-partition Cora in DGL's standalone mode (no DGL_DIST_MODE)."""
+    tmp_path = tmp_path_factory.mktemp("standalone")
+    part_config = _partition(tmp_path, 1)
+    ((code, output),) = _run([(_train_command(part_config, tmp_path / "runs"), {})], tmp_path, 1)
+    assert code == 0, output[-3000:]
+    return _metrics(tmp_path / "runs")
+
+
+def test_standalone_trains_and_reports_the_layerwise_metrics(standalone):
+    metrics, run_dir = standalone
+    losses = [row["train_loss"] for row in metrics["curves"]]
+    assert metrics["trainers"] == 1 and metrics["epochs_run"] == 4 and all(map(torch.isfinite, torch.tensor(losses)))
+    assert losses[-1] < losses[0]
+    _close(metrics["final"], _layerwise(run_dir), 1e-5)  # float32 logits, sums in another order
+
+
+def _private_shm_works() -> bool:
+    try:
+        return subprocess.run([*PRIVATE_SHM, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _private_shm_works(), reason="needs `unshare -Urm` (a private /dev/shm for the second graph "
+                    "server): DGL 2.1 names a server's shared-memory features by feature name only, so two "
+                    "partitions' servers on one host overwrite each other's")
+def test_two_partitions_two_servers_two_trainers_follow_one_process(standalone, tmp_path):
+    """DGL's distributed mode on 127.0.0.1: server i serves partition i (server 1 with its own
+    /dev/shm, as on a second machine), 2 trainers (torch gloo group) train one DDP model."""
+    part_config = _partition(tmp_path, 2)
+    ports = _free_ports(3)
+    ip_config = tmp_path / "ip_config.txt"
+    ip_config.write_text("".join(f"127.0.0.1 {port}\n" for port in ports[:2]))
+    common = {"DGL_DIST_MODE": "distributed", "DGL_IP_CONFIG": str(ip_config), "DGL_NUM_SERVER": "1",
+              "DGL_NUM_CLIENT": "2", "DGL_CONF_PATH": str(part_config), "DGL_NUM_SAMPLER": "0",
+              "DGL_DIST_MAX_TRY_TIMES": "20"}
+    command = _train_command(part_config, tmp_path / "runs", ip_config)
+    servers = [((PRIVATE_SHM if i else []) + command, {**common, "DGL_ROLE": "server", "DGL_SERVER_ID": str(i)})
+               for i in range(2)]
+    trainers = [(command, {**common, "DGL_ROLE": "client", "RANK": str(rank), "WORLD_SIZE": "2",
+                           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(ports[2])}) for rank in range(2)]
+    results = _run(servers + trainers, tmp_path, wait_for=2)
+    for code, output in results:
+        assert code == 0, output[-3000:]
+    assert "seed 0 epoch 0" not in results[3][1]  # rank 1 says nothing (and writes nothing: one run folder)
+    metrics, run_dir = _metrics(tmp_path / "runs")
+    single, _ = standalone
+    assert metrics["trainers"] == 2 and metrics["epochs_run"] == 4
+    for two, one in zip(metrics["curves"], single["curves"], strict=True):
+        assert two["train_loss"] == pytest.approx(one["train_loss"], abs=1e-4)
+        assert two["val_loss"] == pytest.approx(one["val_loss"], abs=1e-4)
+    _close(metrics["final"], single["final"], 1e-4)
+    _close(metrics["final"], _layerwise(run_dir), 1e-5)

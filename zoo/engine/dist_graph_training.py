@@ -1,0 +1,178 @@
+"""Node classification on DistDGL: a graph partitioned by ``tools/partition.py``, served by DGL's
+graph servers, trained from a ``dgl.distributed.DistGraph`` with ``dgl.dataloading.DistNodeDataLoader``.
+
+    python tools/partition.py cora --parts 2 --out parts/cora
+    python tools/train.py recipes/cora_ltga_edge_sampled.yaml --dist-config parts/cora/cora.json --ip-config ip_config.txt
+
+Every process runs that same command; DGL's environment (``DGL_ROLE``, ``DGL_SERVER_ID``,
+``DGL_NUM_SERVER``, ``DGL_NUM_CLIENT``, ``DGL_CONF_PATH``, ``DGL_IP_CONFIG``, ``DGL_DIST_MODE``, as
+DGL's ``tools/launch.py`` sets it) makes it a graph server, which serves its partition until the
+trainers exit, or a trainer. Trainers form a torch process group (gloo; ``RANK``, ``WORLD_SIZE``,
+``MASTER_ADDR``, ``MASTER_PORT`` as torchrun sets them) and train one DistributedDataParallel model.
+Without ``DGL_DIST_MODE`` the run is DGL's standalone mode: one process on a 1-partition graph.
+
+Each trainer draws its training nodes with ``dgl.distributed.node_split`` (an even share of its
+partition's, :class:`DistData`), takes
+``batch_size / trainers`` of them per step with neighbours sampled per the recipe's
+``train.sampler.fanouts``, and runs the model through :func:`zoo.engine.node_sampling.sampled_forward`;
+every trainer takes the same number of steps (the smallest share's). Validation and test nodes are
+split the same way and evaluated on their full neighbourhoods (exact: the full-batch forward), the
+losses and counts summed over trainers. Early stopping on validation loss; only rank 0 writes
+``config.yaml``, ``metrics.json`` and ``best.pt`` into ``<out>/<recipe>/<config-hash>/seed<k>/``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import NamedTuple
+
+import dgl
+import torch
+import torch.nn.functional as F
+import yaml
+
+from zoo._atomic import atomic_write
+from zoo.data import load_card
+from zoo.engine.checkpoint import cpu_state_dict, save_checkpoint, write_json
+from zoo.engine.distributed import all_sum, init_from_env, is_main, say, world
+from zoo.engine.experiment import run_folder
+from zoo.engine.index_training import build_index_optimizer, shannon_prior, split_index_parameters
+from zoo.engine.node_sampling import graph_layers, sampled_forward
+from zoo.engine.recipe import Recipe, RecipeError
+from zoo.engine.reproducibility import seed_everything
+from zoo.models import create_model
+
+
+class DistData(NamedTuple):
+    """The partitioned graph and the partition book this trainer splits its nodes by (partition
+    ``rank // (trainers / partitions)``: the machine's, when trainer ranks are numbered machine
+    by machine as DGL's launcher does)."""
+
+    graph: dgl.distributed.DistGraph
+    book: dgl.distributed.GraphPartitionBook
+
+
+def open_dist_graph(part_config: str | Path, ip_config: str | Path | None) -> DistData:
+    """Start DGL's distributed services and open the partitioned graph of ``part_config``.
+
+    In a server process (``DGL_ROLE=server``) DGL serves its partition here and exits the process.
+    Trainers then join the torch process group (when ``WORLD_SIZE`` > 1).
+
+    >>> data = open_dist_graph("parts/cora/cora.json", "ip_config.txt")  # doctest: +SKIP
+    """
+    part_config = Path(part_config)
+    if not part_config.is_file():
+        raise RecipeError(f"--dist-config {part_config}: no such partition config; write one with "
+                          "python tools/partition.py DATASET --parts N --out FOLDER (it is FOLDER/DATASET.json)")
+    dgl.distributed.initialize(None if ip_config is None else str(ip_config))
+    init_from_env()
+    config = json.loads(part_config.read_text())
+    rank, trainers = world()
+    if trainers % config["num_parts"]:
+        raise RecipeError(f"{trainers} trainers for {config['num_parts']} partitions: DGL needs the same number "
+                          "of trainers on every partition (a multiple of the partition count)")
+    book = dgl.distributed.load_partition_book(str(part_config), rank // (trainers // config["num_parts"]))[0]
+    return DistData(dgl.distributed.DistGraph(config["graph_name"], part_config=str(part_config)), book)
+
+
+def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path) -> dict:
+    """Train ``recipe`` (a node recipe with ``train.sampler``) on ``data`` for ``seed``.
+
+    Returns the metrics (``{}`` on ranks other than 0, which write nothing).
+
+    >>> metrics = train_dist_graph(load_recipe("recipes/cora_ltga_edge_sampled.yaml"), data, 0, "runs")  # doctest: +SKIP
+    """
+    graph = data.graph
+    check_recipe(recipe)
+    sampler = recipe.train.sampler
+    rank, trainers = world()
+    if sampler.batch_size % trainers:
+        raise RecipeError(f"train.sampler.batch_size={sampler.batch_size} does not split over {trainers} trainers; "
+                          f"use a multiple of {trainers}")
+    seed_everything(seed)
+    model = create_model(recipe.model["name"], in_feats=graph.ndata["feat"].shape[1],
+                         num_classes=load_card(recipe.dataset)["num_classes"], **recipe.model_args())
+    if len(graph_layers(model)) != len(sampler.fanouts):
+        raise RecipeError(f"{recipe.name}: the model has {len(graph_layers(model))} graph layers but "
+                          f"train.sampler.fanouts has {len(sampler.fanouts)} entries; give one per layer")
+    trained = model if trainers == 1 else torch.nn.parallel.DistributedDataParallel(model)
+    optimizers = [torch.optim.Adam(split_index_parameters(model)[0], lr=recipe.optim.lr,
+                                   weight_decay=recipe.optim.weight_decay)]
+    index_optimizer = build_index_optimizer(model, recipe.optim)
+    split = {part: dgl.distributed.node_split(graph.ndata[f"{part}_mask"], data.book, force_even=True)
+             for part in ("train", "val", "test")}
+    loader = dgl.dataloading.DistNodeDataLoader(graph, split["train"], dgl.dataloading.NeighborSampler(sampler.fanouts),
+                                                batch_size=sampler.batch_size // trainers, shuffle=True)
+    steps = _fewest_steps(math.ceil(len(split["train"]) / (sampler.batch_size // trainers)))
+    curves, best = [], {"val_loss": math.inf, "epoch": -1, "model": cpu_state_dict(model)}
+    for epoch in range(recipe.optim.epochs):
+        loss_sum, seen = 0.0, 0
+        model.train()
+        for _, (input_nodes, seeds, blocks) in zip(range(steps), loader):
+            for optimizer in (*optimizers, index_optimizer):
+                if optimizer is not None:
+                    optimizer.zero_grad()
+            logits = sampled_forward(trained, graph, blocks, graph.ndata["feat"][input_nodes])
+            loss = F.cross_entropy(logits, graph.ndata["label"][seeds].long())
+            (loss + shannon_prior(model, recipe.optim.q_prior)).backward()
+            optimizers[0].step()
+            if index_optimizer is not None and epoch >= recipe.optim.q_warmup:
+                index_optimizer.step()
+            loss_sum, seen = loss_sum + float(loss) * len(seeds), seen + len(seeds)
+        row = {"epoch": epoch, "train_loss": all_sum(loss_sum) / all_sum(seen)}
+        row.update({f"val_{k}": v for k, v in evaluate(model, graph, split["val"]).items()})
+        curves.append(row)
+        say(f"seed {seed} epoch {epoch}: train loss {row['train_loss']:.4f}, val loss {row['val_loss']:.4f}, "
+            f"val accuracy {row['val_accuracy']:.4f}")
+        if row["val_loss"] < best["val_loss"]:
+            best = {"val_loss": row["val_loss"], "epoch": epoch, "model": cpu_state_dict(model)}
+        elif epoch - best["epoch"] >= recipe.optim.patience:
+            break
+    model.load_state_dict(best["model"])
+    final = {part: evaluate(model, graph, split[part]) for part in ("val", "test")}
+    metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "best_epoch": best["epoch"],
+               "epochs_run": len(curves), "curves": curves, "final": final}
+    if not is_main():
+        return {}
+    run_dir = run_folder(recipe, out) / f"seed{seed}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(recipe.to_dict(), sort_keys=False).encode()
+    atomic_write(run_dir / "config.yaml", lambda handle: handle.write(text))
+    save_checkpoint({"model": best["model"], "recipe": recipe.to_dict(), "epoch": best["epoch"]}, run_dir / "best.pt")
+    write_json(metrics, run_dir / "metrics.json")
+    return metrics
+
+
+def check_recipe(recipe: Recipe) -> None:
+    """Refuse a recipe DistGraph training cannot run: graph-level, or node-level without ``train.sampler``."""
+    if recipe.task != "node_classification" or recipe.train.sampler is None:
+        raise RecipeError(f"{recipe.name}: DistGraph training is for node recipes with train.sampler (mini-batches "
+                          "of sampled neighbourhoods); add e.g. --set 'train.sampler.fanouts=[10,10]'")
+
+
+def evaluate(model: torch.nn.Module, graph: dgl.distributed.DistGraph, nodes: torch.Tensor) -> dict:
+    """Cross-entropy and accuracy of ``model`` over every trainer's ``nodes``, each on its full
+    neighbourhood (one block per graph layer, all in-neighbours), summed over trainers."""
+    model.eval()
+    layers = len(graph_layers(model))
+    loader = dgl.dataloading.DistNodeDataLoader(graph, nodes, dgl.dataloading.NeighborSampler([-1] * layers),
+                                                batch_size=4096, shuffle=False)
+    loss_sum, right = 0.0, 0
+    with torch.no_grad():
+        for input_nodes, seeds, blocks in loader:
+            logits = sampled_forward(model, graph, blocks, graph.ndata["feat"][input_nodes])
+            labels = graph.ndata["label"][seeds].long()
+            loss_sum += float(F.cross_entropy(logits.double(), labels, reduction="sum"))
+            right += int((logits.argmax(1) == labels).sum())
+    count = all_sum(len(nodes))
+    return {"loss": all_sum(loss_sum) / count, "accuracy": all_sum(right) / count}
+
+
+def _fewest_steps(local_steps: int) -> int:
+    """The smallest number of steps any trainer has (DDP needs the same count on every trainer)."""
+    if world()[1] == 1:
+        return local_steps
+    count = torch.tensor([local_steps])
+    torch.distributed.all_reduce(count, op=torch.distributed.ReduceOp.MIN)
+    return int(count)
