@@ -10,6 +10,11 @@
     python tools/report.py runs/zinc_cpu --reference zinc_cpu_g1 --diagnostics   # + SigGate-GT mechanism tables
     python tools/report.py runs/ltga --pruning        # also pruning validity (the paper's Table 5 layout)
     python tools/report.py runs/ltga --timing         # also seconds per training epoch, as each run recorded
+    python tools/report.py runs/ltga --reference ltga_edge --plots figures/   # also the paper's figures as PNGs
+
+--plots DIR writes the LTGA paper's Figures 2, 3, 4, 5, 7, 9 and 11 (zoo.analysis.figures.plots)
+from the same runs (those of --models, if given) and names on stderr each file written and each
+figure or run left out, with what is missing. It needs matplotlib (pip install -e '.[plots]').
 
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
 """
@@ -25,7 +30,7 @@ from zoo.analysis.counterfactuals import LABEL_AGREEMENTS  # noqa: E402
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
 from zoo.analysis.mechanism_report import mechanism_runs, render_mechanism  # noqa: E402
 from zoo.analysis.pruning_report import pruning_table, render_pruning  # noqa: E402
-from zoo.analysis.report import make_report  # noqa: E402
+from zoo.analysis.report import render_report, report_table  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
 from zoo.analysis.table_statistics import HOLM_FAMILIES  # noqa: E402
 from zoo.analysis.tables import parse_tuned  # noqa: E402
@@ -61,14 +66,19 @@ def main(argv: list[str] | None = None) -> int:
                              "(every comparison of the table at once, as the paper's Table 2)")
     parser.add_argument("--markdown", type=Path, help="also write the report to this Markdown file")
     parser.add_argument("--csv", type=Path, help="also write the table (numbers, table units) to this CSV file")
+    parser.add_argument("--plots", type=Path, metavar="DIR",
+                        help="also write the paper's figures as PNGs into DIR (critical difference, reliability, "
+                             "Lorenz curves, q_ij histograms and probe, q trajectories, gradient norm reaching q)")
     args = parser.parse_args(argv)
     try:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
         tuned = parse_tuned(args.tuned) if args.tuned else None
         tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
-        markdown, frame = make_report(args.paths, models, args.reference, args.metric, args.split, tuned,
-                                      args.alpha, tune_seeds, args.holm)
-        if args.diagnostics or args.pruning or args.timing:
+        if not 0 < args.alpha < 1:
+            raise ReportError(f"alpha must lie in (0, 1), got {args.alpha}")
+        table = report_table(args.paths, models, args.reference, args.metric, args.split, tuned, tune_seeds)
+        markdown, frame = render_report(table, args.reference, args.alpha, args.holm)
+        if args.diagnostics or args.pruning or args.timing or args.plots:
             runs = collect_runs(args.paths)
             runs = runs[runs.model.isin(models)] if models else runs
         gps_diagnostics = args.diagnostics and bool(mechanism_runs(runs))
@@ -80,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             markdown += "\n## Pruning validity\n\n" + render_pruning(pruning_table(runs))
         if args.timing:
             markdown += "\n## Training time\n\n" + render_timing(timing_table(runs))
+        if args.plots:
+            _write_figures(runs, table, args.plots, args.alpha)
     except (ReportError, RecipeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -89,6 +101,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         frame.to_csv(args.csv)
     return 0
+
+
+def _write_figures(runs, table, folder: Path, alpha: float) -> None:
+    """The figures into ``folder``; what was written and what was left out on stderr."""
+    try:
+        from zoo.analysis.figures import write_figures
+    except ImportError as err:
+        raise ReportError(f"--plots needs matplotlib ({err}); install it with pip install -e '.[plots]'") from None
+    written, notes = write_figures(runs, table, folder, alpha)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    for path in written.values():
+        print(f"wrote {path}", file=sys.stderr)
 
 
 def _has_ltga_diagnostics(runs, agreement: str) -> bool:
