@@ -79,3 +79,21 @@ def test_every_head_agreement_is_offered_and_named(tmp_path):
                                               "ends share a label.\n")
     with pytest.raises(ReportError, match="label agreement 'all' is not one of pairs, every_head"):
         diagnostics_table(runs, "all")
+
+
+def test_depth_and_ablation_runs_add_their_sections(tmp_path):
+    """--diagnostics on depth-sweep and ablation runs: their tables follow the attention table,
+    and a folder with only non-LTGA depth runs (no attention diagnostics) still reports them."""
+    from tests.analysis.test_ablation_report import write_ablation_run
+    from tests.analysis.test_depth_report import write_depth_run
+
+    write_depth_run(tmp_path / "depth", "cora_depth4_gcn", "cora", 0, 0.6, {"dirichlet_energy": 0.05, "mad": 0.4})
+    text = render_diagnostics(diagnostics_table(collect_runs(tmp_path / "depth")))
+    assert text.startswith("### Depth and over-smoothing (the LTGA paper's Table 19)\n\n| dataset | model |")
+    assert "| cora | gcn | accuracy | 60.0 (n=1) | 0.050 | 0.400 |" in text and "Ablations" not in text
+    write_run(tmp_path / "all", "cora", "ltga_head", 0, q=[1.0], zeros=[0.0], cf={"trained": 0.8}, agreement=[0.5])
+    write_ablation_run(tmp_path / "all", "minesweeper_ablate_delta_0.25", 0, 0.7, [1.2], 0.09)
+    text = render_diagnostics(diagnostics_table(collect_runs([tmp_path / "all", tmp_path / "depth"])))
+    attention, depth, ablation = (text.index(key) for key in ("| model | dataset | n | q min", "### Depth", "### Ablations"))
+    assert attention < depth < ablation
+    assert "| minesweeper | δ | 0.25 | roc_auc | 70.0 | 1.200 | 0.090 | 1 |" in text

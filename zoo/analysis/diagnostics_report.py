@@ -13,6 +13,11 @@ LTGA run's ``metrics.json`` and summarises them per (model, dataset), averaging 
   definition (:data:`zoo.analysis.counterfactuals.LABEL_AGREEMENTS`): ``pairs`` ((edge, head)
   pairs, the default) or ``every_head`` (edges pruned by every head, the paper's).
 
+Runs of the paper's depth sweep and ablation recipes add their own tables below it (rendered into
+the table's ``attrs["sections"]``): Table 19's score / Dirichlet energy / MAD per depth
+(:mod:`zoo.analysis.depth_report`) and Tables 13-18's value -> score, mean q, ECE
+(:mod:`zoo.analysis.ablation_report`).
+
     python tools/report.py runs/ltga --diagnostics
 """
 from __future__ import annotations
@@ -23,7 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from zoo.analysis.ablation_report import ablation_table, render_ablation
 from zoo.analysis.counterfactuals import LABEL_AGREEMENTS
+from zoo.analysis.depth_report import depth_table, render_depth
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError, per_seed_rows
 from zoo.analysis.tables import PERCENT_METRICS, order_datasets
@@ -62,26 +69,44 @@ def diagnostics_table(runs: pd.DataFrame, agreement: str = "pairs") -> pd.DataFr
 
     ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read);
     ``agreement`` the label-agreement definition (runs recorded before ``every_head`` existed show
-    none). The definition is kept in ``table.attrs["agreement"]``.
+    none). The definition is kept in ``table.attrs["agreement"]``, and the Markdown of the depth-sweep
+    and ablation tables of ``runs`` (:func:`~zoo.analysis.depth_report.depth_table`,
+    :func:`~zoo.analysis.ablation_report.ablation_table`) in ``table.attrs["sections"]``; the
+    table itself is empty when only those runs are present.
 
     >>> diagnostics_table(collect_runs("runs/ltga")).loc[("ltga_edge", "cora"), "zeros_l2"]  # doctest: +SKIP
     """
     if agreement not in LABEL_AGREEMENTS:
         raise ReportError(f"label agreement {agreement!r} is not one of {', '.join(LABEL_AGREEMENTS)}")
     rows = per_seed_rows(runs, lambda path: _seed_row(path, agreement))
-    if not rows:
-        raise ReportError("no run has LTGA attention diagnostics (metrics.json 'diagnostics' with counterfactuals)")
-    frame = pd.DataFrame(rows)
-    order = {name: i for i, name in enumerate(order_datasets(frame.dataset))}
-    table = frame.drop(columns="seed").groupby(["model", "dataset"]).mean()
-    table["n"] = frame.groupby(["model", "dataset"]).size()
-    table = table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
-    table.attrs["agreement"] = agreement
+    depth, ablation = depth_table(runs), ablation_table(runs)
+    if not rows and depth.empty and ablation.empty:
+        raise ReportError("no run has LTGA attention diagnostics (metrics.json 'diagnostics' with counterfactuals), "
+                          "and none is of a depth-sweep (<dataset>_depth<L>_<model>) or ablation "
+                          "(<dataset>_ablate_<parameter>_<value>) recipe")
+    table = pd.DataFrame()
+    if rows:
+        frame = pd.DataFrame(rows)
+        order = {name: i for i, name in enumerate(order_datasets(frame.dataset))}
+        table = frame.drop(columns="seed").groupby(["model", "dataset"]).mean()
+        table["n"] = frame.groupby(["model", "dataset"]).size()
+        table = table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+    # rendered here: pandas copies attrs into every derived frame, and compares them on concat
+    sections = {"depth": ("Depth and over-smoothing (the LTGA paper's Table 19)", depth, render_depth),
+                "ablation": ("Ablations (the LTGA paper's Tables 13-18)", ablation, render_ablation)}
+    table.attrs.update(agreement=agreement, sections=[f"### {title}\n\n{render(frame)}"
+                                                      for title, frame, render in sections.values() if not frame.empty])
     return table
 
 
 def render_diagnostics(table: pd.DataFrame) -> str:
-    """The diagnostics table as Markdown (NaN shown as '-')."""
+    """The diagnostics table as Markdown (NaN shown as '-'), then the depth-sweep and ablation
+    sections of its ``attrs``, each under its own heading."""
+    parts = [_render_attention(table)] if len(table) else []
+    return "\n".join(parts + table.attrs.get("sections", []))
+
+
+def _render_attention(table: pd.DataFrame) -> str:
     zeros = sorted((c for c in table.columns if c.startswith("zeros_l")), key=lambda c: int(c[7:]))
     header = ["model", "dataset", "n", "q min", "q max", *(f"zeros L{c[7:]} %" for c in zeros),
               "A: q=1", "C: q>=1", "agree pruned", "agree kept"]

@@ -1,0 +1,94 @@
+"""The LTGA hyperparameter ablations in the paper's Tables 13-18 layout: value -> score, mean q, ECE.
+
+Reads the runs of recipes named ``<dataset>_ablate_<parameter>_<value>``
+(``recipes/*_ablate_*.yaml``): ``lambda`` (Shannon prior lambda_attn, ``optim.q_prior``),
+``warmup`` (T_w, ``optim.q_warmup``), ``kappa`` (``optim.lr / optim.q_lr``), ``delta`` (the reach of
+q) and ``granularity`` (``model.q_mode``). Per (dataset, parameter, value), over seeds: the test main
+metric (mean +- sd, in percent where it is one), the mean converged q (the mean over layers and heads
+of the per-head mean q at the selected epoch) and the test ECE (15 bins).
+
+For LTGA-Edge the q column is the mean of its per-edge q (marked ``*``), not the paper's gate
+output-weight magnitude (Table 18 footnote); both say that the edge model has no scalar q.
+
+    python tools/report.py runs/ablations --diagnostics
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from zoo.analysis.rendering import markdown_table
+from zoo.analysis.runs import per_seed_rows
+from zoo.analysis.tables import PERCENT_METRICS, order_datasets
+
+PARAMETERS = {"lambda": "λ_attn", "warmup": "T_w", "kappa": "κ", "delta": "δ", "granularity": "granularity"}
+"""Each ablated parameter's recipe-name word and its symbol in the paper's tables."""
+GRANULARITIES = ("edge", "global", "head", "layer")
+"""Table 18's row order."""
+ABLATION_RUN = re.compile(rf"^ablate_(?P<parameter>{'|'.join(PARAMETERS)})_(?P<value>.+)$")
+
+
+def _seed_row(path: Path) -> dict:
+    metrics = json.loads((path / "metrics.json").read_text())
+    main = metrics["main_metric"]
+    scale = 100.0 if main in PERCENT_METRICS else 1.0
+    best = next((row for row in metrics.get("curves", []) if row.get("epoch") == metrics.get("best_epoch")), {})
+    q = [value for key, value in best.items() if key.startswith("q_mean/")]
+    test = metrics["final"]["test"]
+    return {"metric": main, "score": scale * test[main], "q": float(np.mean(q)) if q else np.nan,
+            "ece": test.get("ece", np.nan)}
+
+
+def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (dataset, parameter, value) of the ablation runs in ``runs``
+    (:func:`zoo.analysis.runs.collect_runs` output): ``metric``, ``score`` and ``score_sd`` (over
+    seeds), mean ``q`` and ``ece``, and ``n``; values in the paper's order (numbers ascending,
+    granularities as Table 18). Empty when ``runs`` holds no ablation run.
+
+    >>> ablation_table(collect_runs("runs/ablations")).loc[("minesweeper", "kappa", "5"), "q"]  # doctest: +SKIP
+    """
+    columns = ["metric", "score", "score_sd", "q", "ece", "n"]
+    parsed = runs.model.str.extract(ABLATION_RUN)
+    ablation_runs = runs.assign(parameter=parsed.parameter, value=parsed.value)[parsed.parameter.notna()]
+    if ablation_runs.empty:
+        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_tuples([], names=["dataset", "parameter", "value"]))
+    rows = pd.DataFrame(per_seed_rows(ablation_runs, _seed_row))
+    rows["parameter"], rows["value"] = ablation_runs.parameter.to_numpy(), ablation_runs.value.to_numpy()
+    groups = rows.groupby(["dataset", "parameter", "value"])
+    table = groups[["score", "q", "ece"]].mean()
+    table["score_sd"] = groups.score.std(ddof=1)
+    table["metric"] = groups.metric.first()
+    table["n"] = groups.size()
+    datasets = {name: i for i, name in enumerate(order_datasets(rows.dataset))}
+    parameters = {name: i for i, name in enumerate(PARAMETERS)}
+    order = sorted(table.index, key=lambda key: (datasets[key[0]], parameters[key[1]], _value_order(key[2])))
+    return table.loc[order, columns]
+
+
+def _value_order(value: str) -> tuple:
+    """Numbers ascending, then the granularities in Table 18's order, then anything else."""
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, GRANULARITIES.index(value) if value in GRANULARITIES else len(GRANULARITIES), value)
+
+
+def render_ablation(table: pd.DataFrame) -> str:
+    """:func:`ablation_table` as Markdown, one row per ablated value (the paper's Tables 13-18)."""
+    rows = []
+    for (dataset, parameter, value), row in table.iterrows():
+        spread = "" if pd.isna(row.score_sd) else f" ± {row.score_sd:.1f}"
+        edge = parameter == "granularity" and value == "edge"
+        q = "-" if pd.isna(row.q) else f"{row.q:.3f}" + ("*" if edge else "")
+        rows.append([dataset, PARAMETERS[parameter], value, row.metric, f"{row.score:.1f}{spread}", q,
+                     "-" if pd.isna(row.ece) else f"{row.ece:.3f}", str(int(row.n))])
+    header = ["dataset", "parameter", "value", "metric", "score", "mean q", "ECE", "n"]
+    note = ("Test main metric, mean ± sd over seeds; mean q: per-head mean q at the selected epoch, averaged over "
+            "layers, heads and seeds; ECE: test expected calibration error (15 bins), mean over seeds. "
+            "κ = lr / q_lr. *: LTGA-Edge has no scalar q; its entry is the mean per-edge q (the paper's Table 18 "
+            "reports the gate's output-weight magnitude there).")
+    return "\n".join(markdown_table(header, rows) + ["", note]) + "\n"

@@ -1,0 +1,84 @@
+"""The depth sweep with over-smoothing diagnostics, in the LTGA paper's Table 19 layout (Appendix N).
+
+Reads the runs of recipes named ``<dataset>_depth<L>_<model>`` (``recipes/*_depth{2,4,8}_*.yaml``)
+and, per (dataset, model) and depth L: the test main metric (mean +- sd over seeds, in percent
+where it is one) and the means of the last hidden layer's directional Dirichlet energy and MAD
+that the node trainer writes into ``metrics.json`` (``oversmoothing``; see
+:func:`zoo.analysis.oversmoothing.oversmoothing_diagnostics`). Higher energy and MAD: less collapse.
+
+    python tools/report.py runs/depth --diagnostics
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from zoo.analysis.rendering import markdown_table
+from zoo.analysis.runs import per_seed_rows
+from zoo.analysis.tables import PERCENT_METRICS, order_datasets
+
+DEPTH_RUN = re.compile(r"^depth(?P<layers>\d+)_(?P<model>.+)$")
+"""A depth-sweep run's model column (its recipe name without the dataset): ``depth<L>_<model>``."""
+
+
+def _seed_row(path: Path) -> dict:
+    metrics = json.loads((path / "metrics.json").read_text())
+    main = metrics["main_metric"]
+    scale = 100.0 if main in PERCENT_METRICS else 1.0
+    oversmoothing = metrics.get("oversmoothing") or {}
+    return {"metric": main, "score": scale * metrics["final"]["test"][main],
+            "dirichlet_energy": oversmoothing.get("dirichlet_energy", np.nan), "mad": oversmoothing.get("mad", np.nan)}
+
+
+def depth_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (dataset, model, layers) of the depth-sweep runs in ``runs``
+    (:func:`zoo.analysis.runs.collect_runs` output): ``metric``, ``score`` and ``score_sd`` (over
+    seeds), the mean ``dirichlet_energy`` and ``mad`` (NaN for runs that recorded none), and ``n``.
+    Empty when ``runs`` holds no depth-sweep run.
+
+    >>> depth_table(collect_runs("runs/depth")).loc[("cora", "gcn", 8), "mad"]  # doctest: +SKIP
+    """
+    columns = ["metric", "score", "score_sd", "dirichlet_energy", "mad", "n"]
+    parsed = runs.model.str.extract(DEPTH_RUN)
+    depth_runs = runs.assign(model=parsed.model, layers=parsed.layers)[parsed.model.notna()]
+    if depth_runs.empty:
+        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_tuples([], names=["dataset", "model", "layers"]))
+    rows = pd.DataFrame(per_seed_rows(depth_runs, _seed_row))
+    rows["layers"] = depth_runs.layers.astype(int).to_numpy()
+    groups = rows.groupby(["dataset", "model", "layers"])
+    table = groups[["score", "dirichlet_energy", "mad"]].mean()
+    table["score_sd"] = groups.score.std(ddof=1)
+    table["metric"] = groups.metric.first()
+    table["n"] = groups.size()
+    order = {name: i for i, name in enumerate(order_datasets(rows.dataset))}
+    return table[columns].sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+
+
+def render_depth(table: pd.DataFrame) -> str:
+    """:func:`depth_table` as Markdown: one row per (dataset, model), score / E_dir / MAD per depth."""
+    depths = sorted(set(table.index.get_level_values("layers")))
+    header = ["dataset", "model", "metric", *(f"{name} L={depth}" for depth in depths for name in ("score", "E_dir", "MAD"))]
+    rows = []
+    for (dataset, model), block in table.groupby(level=["dataset", "model"], sort=False):
+        by_depth = block.droplevel(["dataset", "model"])
+        cells = [dataset, model, by_depth.metric.iloc[0]]
+        for depth in depths:
+            if depth not in by_depth.index:
+                cells += ["-", "-", "-"]
+                continue
+            row = by_depth.loc[depth]
+            spread = "" if pd.isna(row.score_sd) else f" ± {row.score_sd:.1f}"
+            cells += [f"{row.score:.1f}{spread} (n={int(row.n)})", _fmt(row.dirichlet_energy), _fmt(row.mad)]
+        rows.append(cells)
+    note = ("Test main metric, mean ± sd over seeds (n); E_dir: Dirichlet energy of the row-normalised last hidden "
+            "layer, mean over edges; MAD: 1 - mean cosine over node pairs; both means over seeds, higher is less "
+            "collapse (the LTGA paper's Table 19 layout).")
+    return "\n".join(markdown_table(header, rows) + ["", note]) + "\n"
+
+
+def _fmt(value: float) -> str:
+    return "-" if pd.isna(value) else f"{value:.3f}"
