@@ -8,7 +8,8 @@ folder per partition, and ``orig_nids.pt``: DGL renumbers the nodes partition by
 new id ``i`` is the dataset's node ``orig_nids[i]``. The graph is the one the node trainer sees (one self-loop per node) with
 ``ndata`` feat, label, train_mask, val_mask and test_mask. ``--method metis`` balances the
 training nodes and the edges over the partitions (DGL's METIS); ``random`` assigns nodes at random.
-Exit codes: 0 done, 1 data error, 2 bad arguments.
+Train on the partitions with ``python tools/train.py RECIPE --dist-config <out>/<name>.json``
+(:mod:`zoo.engine.dist_graph_training`). Exit codes: 0 done, 1 data error, 2 bad arguments.
 """
 from __future__ import annotations
 

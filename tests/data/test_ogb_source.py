@@ -7,6 +7,7 @@ import json
 import math
 import re
 import shutil
+import socket
 import warnings
 import zipfile
 from pathlib import Path
@@ -220,9 +221,32 @@ def test_ogbs_evaluator_and_the_zoo_accuracy_agree_with_a_hand_count():
 
 
 @pytest.mark.parametrize("name", ["ogbn_arxiv", "ogbn_products"])
-def test_ogbn_cards_offline_without_a_copy_name_the_url_and_the_folder(name, tmp_path):
+def test_ogbn_cards_offline_without_a_copy_name_the_url_and_the_folder(name, tmp_path, monkeypatch):
+    def no_network(*args, **kwargs):
+        raise AssertionError("a socket was opened in offline mode")
+
+    monkeypatch.setattr(socket, "socket", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
     card = load_card(name)
     with pytest.raises(DatasetNotFoundError, match=re.escape(card["source"]["url"])) as info:
         load_node_dataset(name, data_root=tmp_path / "data", cache_root=tmp_path / "cache", offline=True)
     assert f"$ZOO_DATA/ogb/ renamed {name!r}" in str(info.value) and "\n" not in str(info.value)
     assert card["split"]["num_splits"] == 1 and card["source"]["archive_sha256"] is None
+
+
+@pytest.mark.parametrize("recipe", ["ogbn_arxiv_gat", "ogbn_arxiv_gatv2", "ogbn_arxiv_ltga_head", "ogbn_arxiv_ltga_edge"])
+def test_every_ogbn_arxiv_recipe_trains_an_epoch_on_the_stand_in(recipe, tmp_path, monkeypatch):
+    """Each shipped arxiv recipe (3 layers of 3 heads, shrunk to 4 units) runs full batch on the
+    stand-in, its loss finite and its accuracy the fraction of right test nodes (20 of them)."""
+    folder = tmp_path / "data" / "ogb" / "ogbn_arxiv"
+    for path, data in _ogbn_files(tmp_path, "arxiv").items():
+        (folder / path.split("/", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path.split("/", 1)[1]).write_bytes(data)
+    for var, value in [("ZOO_OFFLINE", "1"), ("ZOO_DATA", tmp_path / "data"), ("ZOO_CACHE", tmp_path / "cache")]:
+        monkeypatch.setenv(var, str(value))
+    run_recipe(load_recipe(REPO / "recipes" / f"{recipe}.yaml", ["model.hidden=4", "seeds=[0]"], epochs=1),
+               tmp_path / "runs", progress=False)
+    (metrics,) = (tmp_path / "runs").glob("*/*/seed0/metrics.json")
+    metrics = json.loads(metrics.read_text())
+    assert metrics["dataset"] == "ogbn_arxiv" and math.isfinite(metrics["curves"][0]["train_loss"])
+    assert round(metrics["final"]["test"]["accuracy"] * 20, 4) == round(metrics["final"]["test"]["accuracy"] * 20)

@@ -30,7 +30,7 @@ def test_short_cora_run_writes_the_run_folder(offline_env, tmp_path, capsys):
     assert (base / "seed0" / "metrics.json").stat().st_mtime_ns != before
 
 
-def test_dist_options_are_checked_before_any_distributed_service_starts(tmp_path, capsys):
+def test_dist_options_are_checked_before_any_distributed_service_starts(tmp_path, capsys, monkeypatch):
     sampled = str(ROOT / "recipes/cora_ltga_edge_sampled.yaml")
     assert train_cli.main([sampled, "--ip-config", "ip_config.txt", "--out", str(tmp_path)]) == 2
     assert "--ip-config needs --dist-config" in capsys.readouterr().err
@@ -39,4 +39,10 @@ def test_dist_options_are_checked_before_any_distributed_service_starts(tmp_path
     full_batch = str(ROOT / "recipes/cora_gat.yaml")
     assert train_cli.main([full_batch, "--dist-config", str(tmp_path / "none.json"), "--out", str(tmp_path)]) == 2
     assert "DistGraph training is for node recipes with train.sampler" in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
+    two_parts = tmp_path / "parts" / "cora.json"
+    two_parts.parent.mkdir()
+    two_parts.write_text('{"graph_name": "cora", "num_parts": 2}')
+    monkeypatch.delenv("DGL_DIST_MODE", raising=False)
+    assert train_cli.main([sampled, "--dist-config", str(two_parts), "--out", str(tmp_path / "runs")]) == 2
+    assert "has 2 partitions, but without DGL_DIST_MODE=distributed" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()

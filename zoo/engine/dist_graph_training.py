@@ -18,12 +18,13 @@ partition's, :class:`DistData`), takes
 every trainer takes the same number of steps (the smallest share's). Validation and test nodes are
 split the same way and evaluated on their full neighbourhoods (exact: the full-batch forward), the
 losses and counts summed over trainers. Early stopping on validation loss; only rank 0 writes
-``config.yaml``, ``metrics.json`` and ``best.pt`` into ``<out>/<recipe>/<config-hash>/seed<k>/``.
+``config.yaml``, ``environment.json``, ``metrics.json`` and ``best.pt`` into ``<out>/<recipe>/<config-hash>/seed<k>/``.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,6 +37,7 @@ from zoo._atomic import atomic_write
 from zoo.data import load_card
 from zoo.engine.checkpoint import cpu_state_dict, save_checkpoint, write_json
 from zoo.engine.distributed import all_sum, init_from_env, is_main, say, world
+from zoo.engine.environment import environment
 from zoo.engine.experiment import run_folder
 from zoo.engine.index_training import build_index_optimizer, shannon_prior, split_index_parameters
 from zoo.engine.node_sampling import graph_layers, sampled_forward
@@ -65,9 +67,14 @@ def open_dist_graph(part_config: str | Path, ip_config: str | Path | None) -> Di
     if not part_config.is_file():
         raise RecipeError(f"--dist-config {part_config}: no such partition config; write one with "
                           "python tools/partition.py DATASET --parts N --out FOLDER (it is FOLDER/DATASET.json)")
+    config = json.loads(part_config.read_text())
+    if os.environ.get("DGL_DIST_MODE", "standalone") == "standalone" and config["num_parts"] > 1:
+        raise RecipeError(f"--dist-config {part_config} has {config['num_parts']} partitions, but without "
+                          "DGL_DIST_MODE=distributed this is DGL's standalone mode, which reads one partition: launch "
+                          "graph servers and trainers (DGL's tools/launch.py; README, Training), or partition with "
+                          "--parts 1")
     dgl.distributed.initialize(None if ip_config is None else str(ip_config))
     init_from_env()
-    config = json.loads(part_config.read_text())
     rank, trainers = world()
     if trainers % config["num_parts"]:
         raise RecipeError(f"{trainers} trainers for {config['num_parts']} partitions: DGL needs the same number "
@@ -140,6 +147,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path)
     text = yaml.safe_dump(recipe.to_dict(), sort_keys=False).encode()
     atomic_write(run_dir / "config.yaml", lambda handle: handle.write(text))
     save_checkpoint({"model": best["model"], "recipe": recipe.to_dict(), "epoch": best["epoch"]}, run_dir / "best.pt")
+    write_json(environment(), run_dir / "environment.json")
     write_json(metrics, run_dir / "metrics.json")
     return metrics
 
