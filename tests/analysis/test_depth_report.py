@@ -3,6 +3,7 @@ sds over seeds computed by hand."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -41,16 +42,18 @@ def test_depth_table_by_hand(depth_runs):
     assert (row.score, row.score_sd, row.n, row.metric) == (pytest.approx(82.0), pytest.approx(2.0), 3, "accuracy")
     assert (row.dirichlet_energy, row.mad) == (pytest.approx(0.2), pytest.approx(0.8))
     row = table.loc[("cora", "gcn", 8)]
-    assert (row.score, row.dirichlet_energy, row.mad) == (pytest.approx(20.5), pytest.approx(0.002), pytest.approx(0.08))
+    assert row.score == pytest.approx(20.5)
+    assert (row.dirichlet_energy, row.mad) == (pytest.approx(0.002), pytest.approx(0.08))
     row = table.loc[("minesweeper", "ltga_head", 4)]
-    assert row.metric == "roc_auc" and row.score == pytest.approx(70.0) and row.dirichlet_energy != row.dirichlet_energy
+    assert row.metric == "roc_auc" and row.score == pytest.approx(70.0)
+    assert np.isnan(row.dirichlet_energy)  # the run recorded no diagnostics
 
 
 def test_depth_table_renders_one_row_per_model_and_a_column_group_per_depth(depth_runs):
     text = render_depth(depth_table(depth_runs))
     lines = text.splitlines()
-    assert lines[0] == ("| dataset | model | metric | score L=2 | E_dir L=2 | MAD L=2 | score L=4 | E_dir L=4 | MAD L=4 "
-                        "| score L=8 | E_dir L=8 | MAD L=8 |")
+    assert lines[0] == ("| dataset | model | metric | score L=2 | E_dir L=2 | MAD L=2 | score L=4 | E_dir L=4 "
+                        "| MAD L=4 | score L=8 | E_dir L=8 | MAD L=8 |")
     assert lines[2] == ("| cora | gcn | accuracy | 82.0 ± 2.0 (n=3) | 0.200 | 0.800 | - | - | - "
                         "| 20.5 ± 0.5 (n=3) | 0.002 | 0.080 |")
     assert lines[3] == "| minesweeper | ltga_head | roc_auc | - | - | - | 70.0 (n=1) | - | - | - | - | - |"

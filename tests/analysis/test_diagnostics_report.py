@@ -94,6 +94,7 @@ def test_depth_and_ablation_runs_add_their_sections(tmp_path):
     write_run(tmp_path / "all", "cora", "ltga_head", 0, q=[1.0], zeros=[0.0], cf={"trained": 0.8}, agreement=[0.5])
     write_ablation_run(tmp_path / "all", "minesweeper_ablate_delta_0.25", 0, 0.7, [1.2], 0.09)
     text = render_diagnostics(diagnostics_table(collect_runs([tmp_path / "all", tmp_path / "depth"])))
-    attention, depth, ablation = (text.index(key) for key in ("| model | dataset | n | q min", "### Depth", "### Ablations"))
+    keys = ("| model | dataset | n | q min", "### Depth", "### Ablations")
+    attention, depth, ablation = (text.index(key) for key in keys)
     assert attention < depth < ablation
     assert "| minesweeper | δ | 0.25 | roc_auc | 70.0 | 1.200 | 0.090 | 1 |" in text

@@ -7,8 +7,11 @@ import dgl
 import numpy as np
 import pytest
 import torch
+import yaml
 
-from zoo.data.synthetic import synthetic_sbm_graph
+from zoo.data.cards import check_card
+from zoo.data.node_datasets import load_node_dataset
+from zoo.data.synthetic import contextual_sbm_card, synthetic_sbm_graph
 
 
 @pytest.mark.parametrize("homophily", [0.0, 0.13, 0.5, 0.87, 1.0])
@@ -103,3 +106,24 @@ def test_ten_million_edges_build_within_memory():
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     assert peak_gb < 3, f"peak RSS {peak_gb:.2f} GB"
     assert np.isfinite(g.ndata["feat"].numpy()).all()
+
+
+def test_contextual_sbm_card_loads_as_a_node_dataset(tmp_path, monkeypatch):
+    """The card passes the card schema and loads through $ZOO_CARDS: mean degree and homophily as
+    asked (the loader adds one self-loop per node), no degree correction, SNR as the feature signal."""
+    card = contextual_sbm_card(0.3, 20, 2.0, num_nodes=600)
+    assert card["name"] == "csbm_h0.3_d20_snr2"
+    path = tmp_path / f"{card['name']}.yaml"
+    path.write_text(yaml.safe_dump(card))
+    check_card(card, path)
+    monkeypatch.setenv("ZOO_CARDS", str(tmp_path))
+    data = load_node_dataset(card["name"])
+    src, dst = data.graph.edges()
+    loops = src == dst
+    assert int(loops.sum()) == 600 and int((~loops).sum()) == 600 * 20
+    same = float((data.labels[src[~loops]] == data.labels[dst[~loops]]).double().mean())
+    assert abs(same - 0.3) <= 1 / (2 * 6000) + 1e-12
+    want = synthetic_sbm_graph(600, 12_000, homophily=0.3, degree_exponent=None, feature_signal=2.0, seed=0)
+    assert torch.equal(data.features, want.ndata["feat"])
+    with pytest.raises(ValueError, match="too many"):
+        contextual_sbm_card(0.5, 500, 1.0, num_nodes=100)

@@ -55,7 +55,8 @@ def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
     parsed = runs.model.str.extract(ABLATION_RUN)
     ablation_runs = runs.assign(parameter=parsed.parameter, value=parsed.value)[parsed.parameter.notna()]
     if ablation_runs.empty:
-        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_tuples([], names=["dataset", "parameter", "value"]))
+        empty = pd.MultiIndex.from_tuples([], names=["dataset", "parameter", "value"])
+        return pd.DataFrame(columns=columns, index=empty)
     rows = pd.DataFrame(per_seed_rows(ablation_runs, _seed_row))
     rows["parameter"], rows["value"] = ablation_runs.parameter.to_numpy(), ablation_runs.value.to_numpy()
     groups = rows.groupby(["dataset", "parameter", "value"])

@@ -46,7 +46,8 @@ def depth_table(runs: pd.DataFrame) -> pd.DataFrame:
     parsed = runs.model.str.extract(DEPTH_RUN)
     depth_runs = runs.assign(model=parsed.model, layers=parsed.layers)[parsed.model.notna()]
     if depth_runs.empty:
-        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_tuples([], names=["dataset", "model", "layers"]))
+        empty = pd.MultiIndex.from_tuples([], names=["dataset", "model", "layers"])
+        return pd.DataFrame(columns=columns, index=empty)
     rows = pd.DataFrame(per_seed_rows(depth_runs, _seed_row))
     rows["layers"] = depth_runs.layers.astype(int).to_numpy()
     groups = rows.groupby(["dataset", "model", "layers"])
@@ -61,7 +62,8 @@ def depth_table(runs: pd.DataFrame) -> pd.DataFrame:
 def render_depth(table: pd.DataFrame) -> str:
     """:func:`depth_table` as Markdown: one row per (dataset, model), score / E_dir / MAD per depth."""
     depths = sorted(set(table.index.get_level_values("layers")))
-    header = ["dataset", "model", "metric", *(f"{name} L={depth}" for depth in depths for name in ("score", "E_dir", "MAD"))]
+    header = ["dataset", "model", "metric",
+              *(f"{name} L={depth}" for depth in depths for name in ("score", "E_dir", "MAD"))]
     rows = []
     for (dataset, model), block in table.groupby(level=["dataset", "model"], sort=False):
         by_depth = block.droplevel(["dataset", "model"])

@@ -125,7 +125,8 @@ def last_hidden_representation(model: nn.Module, graph: dgl.DGLGraph, features: 
     entries of a ``ModuleList`` or ``Sequential`` included) record the first ``[N, D]`` tensor each
     call receives, and the last call's wins. For the zoo's GCN, GAT, GATv2 and LTGA this is the
     output of the last hidden layer (after its ELU, heads concatenated), the input of the output
-    layer. None when that input is the features themselves (a one-layer model has no hidden layer).
+    layer; for GPR-GNN it is the MLP's output before propagation. None when that input is the
+    features themselves (a one-layer model has no hidden layer). Sparse inputs are passed over.
     The model's mode is left as it is (call ``model.eval()`` first: dropout would perturb it).
 
     >>> from zoo.models import create_model  # doctest: +SKIP
@@ -137,7 +138,8 @@ def last_hidden_representation(model: nn.Module, graph: dgl.DGLGraph, features: 
     seen: list[torch.Tensor] = []
 
     def record(module, args):
-        rows = [a for a in args if torch.is_tensor(a) and a.dim() == 2 and a.shape[0] == features.shape[0]]
+        rows = [a for a in args
+                if torch.is_tensor(a) and not a.is_sparse and a.dim() == 2 and a.shape[0] == features.shape[0]]
         if rows:
             seen.append(rows[0])
 
