@@ -82,7 +82,9 @@ def gated_gcn(conv: GatedGCNConv, g, h: torch.Tensor, e: torch.Tensor) -> tuple[
     e_new = dh.index_select(0, src) + eh.index_select(0, dst) + conv.C(e)
     sigma = torch.sigmoid(e_new)
     summed = h.new_zeros(h.shape[0], 2 * dim).index_add_(0, dst, torch.cat([bh.index_select(0, src) * sigma, sigma], 1))
-    h_new = ah + summed[:, :dim] / (summed[:, dim:] + 1e-6)
+    # split, not two slices: its backward is one cat, where each slice's zero-fills the whole block
+    numerator, denominator = summed.split(dim, 1)
+    h_new = ah + numerator / (denominator + 1e-6)
     if conv.batch_norm:
         h_new, e_new = conv.bn_node(h_new), conv.bn_edge(e_new)
     if conv.activation:
