@@ -34,13 +34,15 @@ def ablation_runs(tmp_path):
     write_ablation_run(tmp_path, "minesweeper_ablate_granularity_edge", 0, 0.75, [0.9, 1.1, 1.2, 1.2], 0.07)
     write_ablation_run(tmp_path, "minesweeper_ablate_lambda_0.01", 0, 0.71, [1.5, 1.5], 0.1)
     write_ablation_run(tmp_path, "cora_ablate_warmup_200", 0, 0.81, [1.0, 1.0], 0.2)
+    write_ablation_run(tmp_path, "wisconsin_ablate_warmup_0", 0, 0.45, [1.0, 1.0], 0.2)
     write_ablation_run(tmp_path, "minesweeper_ltga_head", 0, 0.5, [2.0, 2.0], 0.5)  # not an ablation run
     return collect_runs(tmp_path)
 
 
 def test_ablation_table_by_hand(ablation_runs):
     table = ablation_table(ablation_runs)
-    assert list(table.index) == [("cora", "warmup", "200"), ("minesweeper", "lambda", "0.01"),
+    assert list(table.index) == [("cora", "warmup", "200"), ("wisconsin", "warmup", "0"),
+                                 ("minesweeper", "lambda", "0.01"),
                                  ("minesweeper", "kappa", "5"), ("minesweeper", "kappa", "50"),
                                  ("minesweeper", "granularity", "edge"), ("minesweeper", "granularity", "layer")]
     row = table.loc[("minesweeper", "kappa", "5")]
@@ -53,9 +55,12 @@ def test_ablation_table_by_hand(ablation_runs):
 
 def test_ablation_table_renders_the_papers_columns(ablation_runs):
     lines = render_ablation(ablation_table(ablation_runs)).splitlines()
-    assert lines[0] == "| dataset | parameter | value | metric | score | mean q | ECE | n |"
-    assert lines[4] == "| minesweeper | κ | 5 | roc_auc | 73.0 ± 1.4 | 1.250 | 0.090 | 2 |"
-    assert lines[6] == "| minesweeper | granularity | edge | roc_auc | 75.0 | 1.100* | 0.070 | 1 |"
+    assert lines[0] == "| dataset | parameter | value | metric | score | mean q | ECE | n | paper score | paper q |"
+    # the paper's Table 13 beside Cora (T_w = 0 is its one cell where q left 1.000); none for Minesweeper
+    assert lines[2] == "| cora | T_w | 200 | accuracy | 81.0 | 1.000 | 0.200 | 1 | 81.1 ± 0.8 | 1.000 |"
+    assert lines[5] == "| minesweeper | κ | 5 | roc_auc | 73.0 ± 1.4 | 1.250 | 0.090 | 2 | - | - |"
+    assert lines[7] == "| minesweeper | granularity | edge | roc_auc | 75.0 | 1.100* | 0.070 | 1 | - | - |"
+    assert lines[3] == "| wisconsin | T_w | 0 | accuracy | 45.0 | 1.000 | 0.200 | 1 | 47.1 ± 5.5 | 1.001 |"
     assert "*: LTGA-Edge has no scalar q" in lines[-1]
 
 

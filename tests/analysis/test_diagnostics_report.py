@@ -90,11 +90,12 @@ def test_depth_and_ablation_runs_add_their_sections(tmp_path):
     write_depth_run(tmp_path / "depth", "cora_depth4_gcn", "cora", 0, 0.6, {"dirichlet_energy": 0.05, "mad": 0.4})
     text = render_diagnostics(diagnostics_table(collect_runs(tmp_path / "depth")))
     assert text.startswith("### Depth and over-smoothing (the LTGA paper's Table 19)\n\n| dataset | model |")
-    assert "| cora | gcn | accuracy | 60.0 (n=1) | 0.050 | 0.400 |" in text and "Ablations" not in text
+    assert "| cora | gcn | accuracy | 60.0 (n=1) [59.4 ± 11.1] | 0.050 [0.034] | 0.400 [0.487] |" in text
+    assert "Ablations" not in text
     write_run(tmp_path / "all", "cora", "ltga_head", 0, q=[1.0], zeros=[0.0], cf={"trained": 0.8}, agreement=[0.5])
     write_ablation_run(tmp_path / "all", "minesweeper_ablate_delta_0.25", 0, 0.7, [1.2], 0.09)
     text = render_diagnostics(diagnostics_table(collect_runs([tmp_path / "all", tmp_path / "depth"])))
     keys = ("| model | dataset | n | q min", "### Depth", "### Ablations")
     attention, depth, ablation = (text.index(key) for key in keys)
     assert attention < depth < ablation
-    assert "| minesweeper | δ | 0.25 | roc_auc | 70.0 | 1.200 | 0.090 | 1 |" in text
+    assert "| minesweeper | δ | 0.25 | roc_auc | 70.0 | 1.200 | 0.090 | 1 | - | - |" in text
