@@ -1,10 +1,11 @@
-"""zoo.analysis.figures.lorenz: the mean neighbourhood Lorenz curve by hand, and its Gini against
-zoo.analysis.attention's per-neighbourhood Gini formula."""
+"""zoo.analysis.figures.lorenz: the pooled and the mean neighbourhood Lorenz curves by hand, and the
+latter's Gini against zoo.analysis.attention's per-neighbourhood Gini formula."""
 import dgl
+import numpy as np
 import pytest
 import torch
 
-from zoo.analysis.figures.lorenz import attention_lorenz, lorenz_gini
+from zoo.analysis.figures.lorenz import attention_lorenz, lorenz_gini, pooled_lorenz
 
 
 def _graph():
@@ -35,3 +36,21 @@ def test_uniform_attention_is_the_diagonal_for_every_head():
     p, curve = attention_lorenz(g, a, points=7)
     assert curve.tolist() == pytest.approx(p.tolist(), abs=1e-7)
     assert lorenz_gini(g, a) == pytest.approx(0.0, abs=1e-7)
+
+
+def test_pooled_curve_and_gini_by_hand():
+    # sorted 1, 1, 2, 4 of 8: cumulative shares 1/8, 2/8, 4/8, 1; G = 2 (1 + 2 + 6 + 16) / (4 * 8) - 5/4
+    p, curve, gini = pooled_lorenz(torch.tensor([[4.0, 1.0], [2.0, 1.0]]), points=9)
+    assert curve.tolist() == pytest.approx([0, 1 / 16, 1 / 8, 3 / 16, 1 / 4, 3 / 8, 1 / 2, 3 / 4, 1])
+    assert gini == pytest.approx(0.3125)
+    assert 1 - 2 * np.trapz(curve, p) == pytest.approx(gini)  # the grid holds every breakpoint k/4
+
+
+def test_uniform_attention_is_unequal_once_pooled_over_uneven_degrees():
+    # node 0 spreads 1 over 3 edges, node 1 over 2: pooled weights 1/3, 1/3, 1/3, 1/2, 1/2
+    g = dgl.graph(([0, 1, 2, 0, 1], [0, 0, 0, 1, 1]))
+    a = torch.tensor([1 / 3, 1 / 3, 1 / 3, 0.5, 0.5], dtype=torch.float64)
+    x = np.sort(a.numpy())
+    expected = 2 * np.sum(np.arange(1, 6) * x) / (5 * x.sum()) - 6 / 5  # = 1/10
+    assert pooled_lorenz(a)[2] == pytest.approx(expected) and expected == pytest.approx(0.1)
+    assert lorenz_gini(g, a) == pytest.approx(0.0, abs=1e-12)

@@ -91,15 +91,20 @@ def draw_reliability(panels: dict, calibration: pd.DataFrame, path: Path) -> Pat
 
 
 def draw_lorenz(panels: dict, layer: int, path: Path) -> Path:
-    """One panel per dataset, a Lorenz curve per model (``panels[dataset][model]`` is
-    ``(p, L, gini)``), uniform attention dashed."""
+    """One panel per dataset, per model the Lorenz curve of all attention weights pooled (solid, the
+    paper's) and the mean per-neighbourhood curve (dashed), with their Gini coefficients
+    (``panels[dataset][model]`` is ``(p, pooled, gini, per_node, per_node_gini)``)."""
     figure, axes = _figure(len(panels))
     for ax, (dataset, models) in zip(axes, panels.items()):
-        ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
-        for model, (p, curve, gini) in models.items():
-            ax.plot(p, curve, label=f"{model} (G = {gini:.2f})")
-        ax.set(title=f"{dataset}: layer {layer} attention", xlabel="share of a neighbourhood's edges (smallest first)",
-               ylabel="share of its attention", xlim=(0, 1), ylim=(0, 1))
+        ax.plot([0, 1], [0, 1], linestyle=":", color="grey", linewidth=1)
+        for index, (model, (p, pooled, gini, per_node, per_node_gini)) in enumerate(models.items()):
+            color = f"C{index % 10}"
+            ax.plot(p, pooled, color=color, label=f"{model} (G = {gini:.2f}; per node {per_node_gini:.2f})")
+            ax.plot(p, per_node, color=color, linestyle="--", linewidth=0.8)
+        ax.set(title=f"{dataset}: layer {layer} α_ij, pooled (solid) and per node (dashed)",
+               xlabel="share of the weights (smallest first)", ylabel="share of the attention", xlim=(0, 1),
+               ylim=(0, 1))
+        ax.title.set_fontsize(9)
         ax.legend(fontsize=7)
     return _save(figure, path)
 

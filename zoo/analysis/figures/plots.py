@@ -4,7 +4,7 @@
 =============================  ===========================================================
 ``fig2_critical_difference``   average ranks and Nemenyi CD of the results table (Figure 2)
 ``fig3_reliability``           reliability diagrams of the test split, ECE / NLL / Brier (Figure 3)
-``fig4_lorenz``                Lorenz curves of first-layer attention, mean Gini (Figure 4)
+``fig4_lorenz``                Lorenz curves of first-layer attention and their Gini (Figure 4)
 ``fig5_q_histograms``          per-edge q_ij of LTGA-Edge runs, last layer (Figure 5)
 ``fig7_q_probe``               linear probe of q_ij on edge covariates (Figure 7)
 ``fig9_q_trajectories``        mean learned q per epoch (Figure 9)
@@ -29,7 +29,7 @@ from zoo.analysis.figures.calibration import expected_calibration_error, reliabi
 from zoo.analysis.figures.critical_difference import table_critical_difference
 from zoo.analysis.figures.drawing import (draw_critical_difference, draw_gradient_norms, draw_lorenz, draw_probe,
                                           draw_q_histograms, draw_q_trajectories, draw_reliability)
-from zoo.analysis.figures.lorenz import attention_lorenz, lorenz_gini
+from zoo.analysis.figures.lorenz import attention_lorenz, lorenz_gini, pooled_lorenz
 from zoo.analysis.figures.probe import binned_means, edge_covariates, linear_probe
 from zoo.analysis.figures.trained import DatasetCache, load_trained, record_forward
 from zoo.analysis.figures.trajectories import gradient_norms, q_trajectories
@@ -59,7 +59,7 @@ class _Pooled:
 
     def __init__(self):
         self.predictions = defaultdict(list)  # (dataset, model) -> [(probs, labels)]
-        self.lorenz = defaultdict(list)  # (dataset, model) -> [(p, L, gini)]
+        self.lorenz = defaultdict(list)  # (dataset, model) -> [(p, pooled L, its Gini, per-node L, its Gini)]
         self.q = defaultdict(lambda: defaultdict(list))  # (dataset, model) -> layer -> [values]
         self.probe = defaultdict(list)  # (dataset, model, layer) -> [rows]
         self.runs = []  # (dataset, model) of each run read
@@ -69,8 +69,9 @@ class _Pooled:
         self.runs.append(key)
         self.predictions[key].append((recorded.probs.numpy(), recorded.labels.numpy()))
         if recorded.attention is not None:
-            p, curve = attention_lorenz(recorded.graph, recorded.attention)
-            self.lorenz[key].append((p.numpy(), curve.numpy(), lorenz_gini(recorded.graph, recorded.attention)))
+            p, pooled, gini = pooled_lorenz(recorded.attention)
+            _, by_node = attention_lorenz(recorded.graph, recorded.attention, len(p))
+            self.lorenz[key].append((p, pooled, gini, by_node.numpy(), lorenz_gini(recorded.graph, recorded.attention)))
         for layer, q in enumerate(recorded.q):
             if not (torch.is_tensor(q) and q.dim() == 2):
                 continue  # one q per layer or head: Figure 9 draws it
@@ -125,7 +126,7 @@ def _reliability(pooled: _Pooled, runs: pd.DataFrame, path: Path) -> Path:
 
 def _lorenz(pooled: _Pooled, path: Path) -> Path:
     def mean(parts):
-        return parts[0][0], np.mean([c for _, c, _ in parts], axis=0), float(np.mean([g for _, _, g in parts]))
+        return (parts[0][0], *(np.mean([part[i] for part in parts], axis=0) for i in range(1, 5)))
 
     return draw_lorenz(_nested(pooled.lorenz, mean), 1, path)
 
