@@ -115,8 +115,11 @@ def directional_dirichlet_energy(h: torch.Tensor, graph: dgl.DGLGraph) -> float:
     if not bool(keep.any()):
         raise ValueError("directional_dirichlet_energy needs a graph with at least one edge that is not a self-loop")
     unit = F.normalize(h.detach().double(), dim=1)
-    src, dst = src[keep].to(unit.device), dst[keep].to(unit.device)
-    return float((unit[src] - unit[dst]).square().sum(1).mean() / 2)
+    edges = dgl.graph((src[keep], dst[keep]), num_nodes=graph.num_nodes()).to(unit.device)
+    # |u_i - u_j|^2 / 2 = (|u_i|^2 + |u_j|^2) / 2 - u_i . u_j, per edge without an [E, D] gather
+    norms = unit.square().sum(1, keepdim=True)
+    halves = dgl.ops.u_add_v(edges, norms, norms) / 2 - dgl.ops.u_dot_v(edges, unit, unit)
+    return float(halves.mean())
 
 
 def last_hidden_representation(model: nn.Module, graph: dgl.DGLGraph, features: torch.Tensor) -> torch.Tensor | None:
