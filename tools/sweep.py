@@ -2,6 +2,7 @@
 skipped and reported; the others still run).
 
     python tools/sweep.py recipes/cora_*.yaml recipes/texas_ltga_*.yaml --seeds 0-9 --out runs/ltga
+    python tools/sweep.py recipes/zinc_cpu_*.yaml --order seed --out runs/zinc_cpu   # seed 0 of all, then seed 1, ...
     python tools/report.py runs/ltga
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
 from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
+from zoo.engine.experiment import SWEEP_ORDERS  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
 
@@ -24,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("recipes", nargs="+", help="YAML recipes")
     parser.add_argument("--seeds", help="seeds, e.g. 0-9 (default: each recipe's)")
     add_run_options(parser, "override a key in every recipe (repeatable)")
+    parser.add_argument("--order", choices=SWEEP_ORDERS, default="recipe",
+                        help="recipe: every seed of a recipe, then the next recipe (default); seed: seed k of "
+                             "every recipe before seed k+1, so a sweep stopped early leaves paired seeds")
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
     args = parser.parse_args(argv)
@@ -36,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
-                            device=args.device)
+                            device=args.device, order=args.order)
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

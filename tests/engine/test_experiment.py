@@ -67,3 +67,40 @@ def test_random_split_cards_load_once_per_seed(tmp_path, monkeypatch):
                            "seeds": [3, 4]})
     experiment.run_recipe(recipe, tmp_path / "runs")
     assert loaded == [("esol", 3, None), ("esol", 4, None)]  # the card's featurizer: the recipe names none
+
+
+def _recording_run_recipe(calls):
+    def run(recipe, out, *, seeds, force=False, progress=True, device="cpu"):
+        calls.append((recipe.name, list(seeds), force))
+        return {"recipe": recipe.name, "seeds": list(seeds)}
+    return run
+
+
+def test_sweep_in_seed_order_trains_seed_k_of_every_recipe_before_seed_k_plus_1(monkeypatch):
+    calls = []
+    monkeypatch.setattr(experiment, "run_recipe", _recording_run_recipe(calls))
+    a = build_recipe({**GCN, "name": "a", "seeds": [0, 1, 2]})
+    b = build_recipe({**GCN, "name": "b", "seeds": [5, 6]})
+    results = experiment.run_sweep([a, b], order="seed")
+    # each call asks for the seeds so far: finished ones are read back, so the summary covers them
+    assert calls == [("a", [0], False), ("b", [5], False), ("a", [0, 1], False), ("b", [5, 6], False),
+                     ("a", [0, 1, 2], False)]
+    assert results == {"a": {"recipe": "a", "seeds": [0, 1, 2]}, "b": {"recipe": "b", "seeds": [5, 6]}}
+
+
+def test_sweep_in_seed_order_with_force_retrains_each_seed_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(experiment, "run_recipe", _recording_run_recipe(calls))
+    a = build_recipe({**GCN, "name": "a", "seeds": [0, 1]})
+    experiment.run_sweep([a], order="seed", force=True)
+    assert calls == [("a", [0], True), ("a", [0], False), ("a", [1], True), ("a", [0, 1], False)]
+
+
+def test_sweep_in_recipe_order_and_a_bad_order(monkeypatch):
+    calls = []
+    monkeypatch.setattr(experiment, "run_recipe", _recording_run_recipe(calls))
+    a, b = build_recipe({**GCN, "name": "a", "seeds": [0, 1]}), build_recipe({**GCN, "name": "b", "seeds": [0, 1]})
+    experiment.run_sweep([a, b], seeds=[3])
+    assert calls == [("a", [3], False), ("b", [3], False)]
+    with pytest.raises(ValueError, match="order must be one of recipe, seed, got 'seeds'"):
+        experiment.run_sweep([a], order="seeds")

@@ -1,4 +1,6 @@
 """tools/sweep.py: runs every recipe it can and reports the ones whose data is missing."""
+import json
+
 from tests.tools.tool_loader import ROOT, load_tool
 
 sweep_cli = load_tool("sweep")
@@ -15,3 +17,16 @@ def test_sweep_runs_available_recipes_and_reports_missing(offline_env, tmp_path,
         (run,) = (tmp_path / name).iterdir()
         assert (run / "summary.json").exists() and (run / "seed1" / "metrics.json").exists()
     assert not (tmp_path / "pubmed_gcn").exists() or not list((tmp_path / "pubmed_gcn").rglob("metrics.json"))
+
+
+def test_sweep_in_seed_order_summarises_every_seed(offline_env, tmp_path, capsys):
+    recipes = [str(ROOT / "recipes/texas_gcn.yaml"), str(ROOT / "recipes/texas_gat.yaml")]
+    code = sweep_cli.main(recipes + ["--seeds", "0-1", "--epochs", "2", "--order", "seed", "--out", str(tmp_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    order = [line.strip() for line in out.splitlines() if line.startswith("[")]
+    assert order == ["[1/2] texas_gcn, seed 0", "[2/2] texas_gat, seed 0", "[1/2] texas_gcn, seed 1",
+                     "[2/2] texas_gat, seed 1"]
+    for name in ("texas_gcn", "texas_gat"):
+        (run,) = (tmp_path / name).iterdir()
+        assert json.loads((run / "summary.json").read_text())["seeds"] == [0, 1]

@@ -19,6 +19,9 @@ from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import Recipe, RecipeError
 
 
+SWEEP_ORDERS = ("recipe", "seed")
+
+
 def run_folder(recipe: Recipe, out: str | Path = "runs") -> Path:
     """Where the seeds of ``recipe`` are written: ``<out>/<recipe name>/<config hash>``."""
     return Path(out) / recipe.name / recipe.config_hash()
@@ -127,19 +130,44 @@ def _card_of(recipe: Recipe) -> dict:
 
 
 def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[int] | None = None,
-              force: bool = False, progress: bool = False, device: str = "cpu") -> dict[str, dict | str]:
+              force: bool = False, progress: bool = False, device: str = "cpu",
+              order: str = "recipe") -> dict[str, dict | str]:
     """Run several recipes one after another; a dataset error skips that recipe, not the sweep.
 
+    ``order="recipe"`` trains every seed of a recipe before the next recipe; ``order="seed"`` trains
+    seed ``k`` of every recipe before seed ``k + 1`` of any, so a sweep cut short (a study spread
+    over several sessions) leaves the same seeds of every recipe: paired rows. Each recipe's
+    ``summary.json`` then covers all of its seeds finished so far.
+
     Returns ``{recipe name: summary}``, or the error message for recipes that could not run.
+
+    >>> run_sweep([load_recipe("recipes/cora_gat.yaml"), load_recipe("recipes/cora_gatv2.yaml")],
+    ...           seeds=[0, 1], order="seed")    # doctest: +SKIP
     """
+    if order not in SWEEP_ORDERS:
+        raise ValueError(f"order must be one of {', '.join(SWEEP_ORDERS)}, got {order!r}")
+    plan = {recipe.name: list(seeds if seeds is not None else recipe.seeds) for recipe in recipes}
+    rounds = [None] if order == "recipe" else range(max(len(s) for s in plan.values()))
     results: dict[str, dict | str] = {}
-    for index, recipe in enumerate(recipes, 1):
-        say(f"\n[{index}/{len(recipes)}] {recipe.name}")
-        try:
-            results[recipe.name] = run_recipe(recipe, out, seeds=seeds, force=force, progress=progress, device=device)
-        except DatasetError as err:
-            say(f"skipped {recipe.name}: {err}")
-            results[recipe.name] = str(err)
+    for round_ in rounds:
+        for index, recipe in enumerate(recipes, 1):
+            own = plan[recipe.name]
+            if isinstance(results.get(recipe.name), str) or (round_ is not None and round_ >= len(own)):
+                continue
+            say(f"\n[{index}/{len(recipes)}] {recipe.name}" + ("" if round_ is None else f", seed {own[round_]}"))
+            try:
+                if round_ is None:
+                    results[recipe.name] = run_recipe(recipe, out, seeds=own, force=force, progress=progress,
+                                                      device=device)
+                    continue
+                if force:  # retrain this round's seed alone; the call below only reads it back
+                    run_recipe(recipe, out, seeds=own[round_:round_ + 1], force=True, progress=progress, device=device)
+                # seeds finished earlier are read back, not retrained, so the summary covers them all
+                results[recipe.name] = run_recipe(recipe, out, seeds=own[:round_ + 1], progress=progress,
+                                                  device=device)
+            except DatasetError as err:
+                say(f"skipped {recipe.name}: {err}")
+                results[recipe.name] = str(err)
     failed = [name for name, result in results.items() if isinstance(result, str)]
     say(f"\nsweep done: {len(results) - len(failed)} recipe(s) ran" + (f", skipped: {', '.join(failed)}" if failed else ""))
     return results
