@@ -92,10 +92,10 @@ def diagnostics_table(runs: pd.DataFrame, agreement: str = "pairs") -> pd.DataFr
         table["n"] = frame.groupby(["model", "dataset"]).size()
         table = table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
     # rendered here: pandas copies attrs into every derived frame, and compares them on concat
-    sections = {"depth": ("Depth and over-smoothing (the LTGA paper's Table 19)", depth, render_depth),
-                "ablation": ("Ablations (the LTGA paper's Tables 13-18)", ablation, render_ablation)}
+    sections = [("Depth and over-smoothing (the LTGA paper's Table 19)", depth, render_depth),
+                ("Ablations (the LTGA paper's Tables 13-18)", ablation, render_ablation)]
     table.attrs.update(agreement=agreement, sections=[f"### {title}\n\n{render(frame)}"
-                                                      for title, frame, render in sections.values() if not frame.empty])
+                                                      for title, frame, render in sections if not frame.empty])
     return table
 
 
