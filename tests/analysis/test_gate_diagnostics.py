@@ -136,3 +136,47 @@ def test_diagnostics_match_a_dense_float64_reference():
         assert row["stable_rank_ungated"] == pytest.approx(want["stable_rank_ungated"], rel=1e-4)
         assert row["mad_in"] == pytest.approx(_mad(h_in.double().numpy(), sizes), rel=1e-5)
         assert row["mad"] == pytest.approx(_mad(h_out.double().numpy(), sizes), rel=1e-5)
+
+
+def test_exact_zeros_count_real_pairs_only_per_graph_and_head():
+    torch.manual_seed(2)
+    model = create_model("sparsegate_gt", dim=16, heads=2, layers=2, local="gine", pe="rwse", rwse_k=20, dim_pe=4,
+                         attn_dropout=0.0, normaliser="sparsemax")
+    for layer in model.gps_layers():  # sharp scores, so sparsemax cuts some keys and keeps others
+        torch.nn.init.normal_(layer.attn.in_proj.weight, std=2.0)
+    batch = _molecules()
+    graphs = dgl.unbatch(batch)
+    # reference: each graph alone (no padding at all), zeros counted per head in numpy
+    zeros, pairs = np.zeros((2, 2)), 0
+    model.eval()
+    for graph in graphs:
+        for layer in model.gps_layers():
+            layer.attn.record = True
+        with torch.no_grad():
+            model(graph)
+        n = graph.num_nodes()
+        for i, layer in enumerate(model.gps_layers()):
+            weights = layer.attn.last_attn[0, :, :n, :n].numpy()  # [H, n, n], one graph
+            zeros[i] += (weights == 0).sum((1, 2))
+            layer.attn.record = False
+        pairs += n * n
+    halves = [dgl.batch(graphs[:2]), dgl.batch(graphs[2:])]  # graphs of 9 and 14 nodes padded together
+    report = gate_diagnostics(model, [(part, None) for part in halves])
+    for row, want in zip(report, zeros):
+        assert row["attention_zeros_per_head"] == pytest.approx(list(want / pairs), abs=1e-12)
+        assert row["attention_zeros"] == pytest.approx(want.sum() / (2 * pairs), abs=1e-12)
+    assert 0 < report[0]["attention_zeros"] < 1 and "q" not in report[0] and "alpha" not in report[0]
+
+
+def test_rows_carry_the_layer_index_per_head():
+    torch.manual_seed(3)
+    model = create_model("sparsegate_gt", dim=16, heads=2, layers=2, local="gine", pe="rwse", rwse_k=20, dim_pe=4,
+                         normaliser="qsoftmax", q_mode="head")
+    with torch.no_grad():
+        model.gps_layers()[1].attn.q_logit.copy_(torch.tensor([0.5, -1.0]))
+    report = gate_diagnostics(model, [(_molecules(), None)])
+    delta = model.gps_layers()[1].attn.delta
+    assert report[0]["q"] == [1.0, 1.0]
+    assert report[1]["q"] == pytest.approx([1 + delta * np.tanh(0.5), 1 + delta * np.tanh(-1.0)], abs=1e-6)
+    softmax = create_model("siggate_gt", dim=16, heads=2, layers=1, local="gine", pe="rwse", rwse_k=20, dim_pe=4)
+    assert "q" not in gate_diagnostics(softmax, [(_molecules(), None)])[0]

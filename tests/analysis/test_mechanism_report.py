@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from zoo.analysis.mechanism_report import (depth_table, entropy_table, gate_table, mechanism_runs, rank_table,
-                                           render_mechanism)
+                                           render_mechanism, sparsity_table)
 from zoo.analysis.runs import ReportError, collect_runs
 
 GATED = {"name": "siggate_gt", "gate": "output", "gate_activation": "sigmoid", "gate_per_head": True, "dim": 8}
@@ -93,3 +93,25 @@ def test_render_and_old_runs(runs, tmp_path):
     assert mechanism_runs(collect_runs(old)) == []
     with pytest.raises(ReportError, match="no run has test-set GPS"):
         render_mechanism(collect_runs(old))
+
+
+def test_sparsity_table_means_zeros_and_index_over_seeds(tmp_path):
+    root = tmp_path / "runs"
+    for seed, (zeros, q) in enumerate((([0.2, 0.4], [1.2, 1.6]), ([0.4, 0.6], [1.4, 1.8]))):
+        q_layer = {**_layer(0, 0.9, 0.8, 3.0, 2.0, [1.0, 2.0]), "attention_zeros": float(np.mean(zeros)),
+                   "attention_zeros_per_head": zeros, "q": q}
+        _write(root, "zinc_sparsegate_q", {"name": "sparsegate_gt", "normaliser": "qsoftmax"}, seed, [q_layer], 0.5)
+        dense = {**_layer(0, 0.9, 0.8, 3.0, 2.0, [1.0, 2.0]), "attention_zeros": 0.0,
+                 "attention_zeros_per_head": [0.0, 0.0]}
+        _write(root, "zinc_cpu_g1", GATED, seed, [dense], 0.5)
+    _write(root, "zinc_old", GATED, 0, [_layer(0, 0.9, 0.8, 3.0, 2.0, [1.0, 2.0])], 0.5)  # before zeros were counted
+    table = sparsity_table(mechanism_runs(collect_runs(root)))
+    row = table.loc[("zinc_sparsegate_q", "zinc_smiles", 1)]
+    # by hand: seed shares 0.3 and 0.5; per-head min 0.2, 0.4 and max 0.4, 0.6; q means 1.4 and 1.6
+    assert (row.zeros, row.zeros_head_min, row.zeros_head_max) == pytest.approx((0.4, 0.3, 0.5))
+    assert (row.index_mean, row.index_min, row.index_max) == pytest.approx((1.5, 1.3, 1.7))
+    assert row["index"] == "q" and row.n == 2
+    assert table.loc[("zinc_cpu_g1", "zinc_smiles", 1)]["index"] == "-"
+    assert "zinc_old" not in table.index.get_level_values("model")
+    text = render_mechanism(collect_runs(root))
+    assert "| zinc_sparsegate_q | zinc_smiles | 1 | 2 | 40.0 | 30.0-50.0 | q 1.500 (1.300-1.700) |" in text

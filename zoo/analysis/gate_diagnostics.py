@@ -8,6 +8,10 @@
 * MAD (Table 12; :mod:`zoo.analysis.oversmoothing`, Chen et al. 2020) of the layer's input
   (``mad_in``) and output (``mad``) node representations; the last layer's output is what the
   readout pools;
+* exact zeros (issue 18's sparse global attention): the share of (real query, real key) weights
+  that are exactly 0, overall and per head (padded keys, always 0, are not counted), and the
+  layer's index per head, learned or fixed (``q`` of a q-softmax, ``alpha`` of an entmax; absent for
+  softmax and sparsemax, which have none);
 * stable rank (Section 5.1, Eq. 5; the definition of Tables 1-2) ``||Y||_F^2 / ||Y||_2^2`` of each
   head's output ``Y`` [n, d_k] on each graph, averaged over (graph, head) pairs, before
   (``stable_rank_ungated``) and after (``stable_rank``) the output gate. For the gates before the
@@ -56,6 +60,7 @@ class _LayerRecord:
     def __init__(self, heads: int):
         zeros = lambda: torch.zeros(heads, dtype=torch.float64)  # noqa: E731
         self.entropy, self.queries = zeros(), 0
+        self.zeros, self.pairs = zeros(), 0
         self.gate_sum, self.gate_squares, self.below, self.above, self.gate_count = zeros(), zeros(), zeros(), zeros(), 0
         self.rank = {"stable_rank": [0.0, 0], "stable_rank_ungated": [0.0, 0]}
         self.mad_in, self.mad_out = MeanAverageDistance(), MeanAverageDistance()
@@ -66,6 +71,9 @@ class _LayerRecord:
         plogp = weights * weights.clamp_min(torch.finfo(weights.dtype).tiny).log()
         self.entropy += -plogp.sum(-1, dtype=torch.float64).transpose(1, 2)[mask].sum(0)  # real query rows, per head
         self.queries += int(mask.sum())
+        real = mask[:, None, :, None] & mask[:, None, None, :]  # [B, 1, L, L] real (query, key) pairs
+        self.zeros += ((weights == 0) & real).sum((0, 2, 3), dtype=torch.float64)
+        self.pairs += int((mask.sum(1) ** 2).sum())
         for key, heads in (("stable_rank", module.last_heads), ("stable_rank_ungated", module.last_heads_ungated)):
             ranks = graph_stable_ranks(heads, mask)
             defined = ~torch.isnan(ranks)
@@ -82,6 +90,8 @@ class _LayerRecord:
     def row(self, layer: int) -> dict:
         row = {"layer": layer, "attention_entropy": float(self.entropy.sum() / (self.queries * len(self.entropy))),
                "attention_entropy_per_head": (self.entropy / self.queries).tolist(),
+               "attention_zeros": float(self.zeros.sum() / (self.pairs * len(self.zeros))),
+               "attention_zeros_per_head": (self.zeros / self.pairs).tolist(),
                "mad_in": self.mad_in.value(), "mad": self.mad_out.value()}
         row.update({key: total / count if count else float("nan") for key, (total, count) in self.rank.items()})
         if self.gate_count:
@@ -144,4 +154,21 @@ def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict
         model.train(was_training)
     for previous, record in zip(records, records[1:]):
         record.mad_in = previous.mad_out
-    return [{**record.row(i), "graphs": graphs_seen} for i, record in enumerate(records)]
+    return [{**record.row(i), **learned_index(layer.attn), "graphs": graphs_seen}
+            for i, (record, layer) in enumerate(zip(records, layers))]
+
+
+def learned_index(attn) -> dict[str, list[float]]:
+    """``{"q": [...]}`` (q-softmax) or ``{"alpha": [...]}`` (entmax), one value per head, of a
+    :class:`zoo.nn.GatedMultiheadAttention`; ``{}`` for softmax and sparsemax.
+
+    >>> from zoo.nn import GatedMultiheadAttention
+    >>> learned_index(GatedMultiheadAttention(8, 2, normaliser="qsoftmax", q_mode="head"))
+    {'q': [1.0, 1.0]}
+    """
+    name = {"qsoftmax": "q", "entmax": "alpha"}.get(attn.normaliser)
+    if name is None:
+        return {}
+    with torch.no_grad():
+        value = torch.as_tensor(attn.current_q() if name == "q" else attn.current_alpha(), dtype=torch.float64)
+    return {name: value.expand(attn.heads).tolist()}

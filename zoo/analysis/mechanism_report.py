@@ -9,6 +9,8 @@ computed on the whole test set), in the layouts of the SigGate-GT paper:
 * :func:`depth_table`: MAD of the final node representations (the last layer's output, which the
   readout pools) and the test metric against depth (Table 12). Runs whose resolved recipes differ
   only in ``model.layers`` form one row, labelled by the model (:func:`variant`);
+* :func:`sparsity_table`: the share of exact zeros in the global attention and the layer's q or
+  alpha per head, per layer (sparse-and-gated attention, ``sparsegate_gt``);
 * :func:`rank_table`: the stable rank of the per-head attention outputs before and after the gate
   (Section 5.1's definition, Tables 1-2), on the trained models.
 
@@ -153,6 +155,30 @@ def rank_table(records: list[dict]) -> pd.DataFrame:
     return table
 
 
+def sparsity_table(records: list[dict]) -> pd.DataFrame:
+    """Index (model, dataset, layer) from 1; columns zeros (share of exact-zero weights over real
+    query-key pairs), zeros_head_min / zeros_head_max (per-head shares), index (``q``, ``alpha`` or
+    ``-`` for softmax and sparsemax), index_mean / index_min / index_max (over heads), n (seeds);
+    means over seeds. Runs recorded before the zeros were counted are left out."""
+    rows = []
+    for r in records:
+        for row in r["layers"]:
+            if "attention_zeros" not in row:
+                continue
+            name = "q" if "q" in row else "alpha" if "alpha" in row else "-"
+            values = row.get(name, [np.nan])
+            rows.append({"model": r["model"], "dataset": r["dataset"], "layer": row["layer"] + 1,
+                         "zeros": row["attention_zeros"], "zeros_head_min": min(row["attention_zeros_per_head"]),
+                         "zeros_head_max": max(row["attention_zeros_per_head"]), "index": name,
+                         "index_mean": float(np.mean(values)), "index_min": min(values), "index_max": max(values)})
+    if not rows:
+        return pd.DataFrame()
+    groups = pd.DataFrame(rows).groupby(["model", "dataset", "layer"], sort=False)
+    table = groups.mean(numeric_only=True)
+    table["index"], table["n"] = groups["index"].first(), groups.size()
+    return table
+
+
 def _pm(mean: float, sd: float, spec: str) -> str:
     if pd.isna(mean):
         return "-"
@@ -219,8 +245,20 @@ def _render_ranks(table: pd.DataFrame) -> list[str]:
          f"{int(row.up)}/{int(row.n)}"] for (model, dataset), row in table.iterrows()])
 
 
+def _render_sparsity(table: pd.DataFrame) -> list[str]:
+    if table.empty:
+        return ["No run recorded exact zeros (runs before they were counted must be retrained)."]
+    rows = []
+    for (model, dataset, layer), row in table.iterrows():
+        index = "-" if row["index"] == "-" else \
+            f"{row['index']} {row.index_mean:.3f} ({row.index_min:.3f}-{row.index_max:.3f})"
+        rows.append([model, dataset, str(layer), str(int(row.n)), f"{100 * row.zeros:.1f}",
+                     f"{100 * row.zeros_head_min:.1f}-{100 * row.zeros_head_max:.1f}", index])
+    return markdown_table(["model", "dataset", "layer", "n", "% zeros", "% zeros per head", "index: mean (heads)"], rows)
+
+
 def render_mechanism(runs: pd.DataFrame) -> str:
-    """The four mechanism tables as Markdown, from :func:`zoo.analysis.runs.collect_runs` output.
+    """The five mechanism tables as Markdown, from :func:`zoo.analysis.runs.collect_runs` output.
 
     >>> print(render_mechanism(collect_runs("runs/zinc_cpu")))  # doctest: +SKIP
     """
@@ -239,6 +277,10 @@ def render_mechanism(runs: pd.DataFrame) -> str:
          "MAD (Chen et al. 2020, cosine, pairs within a graph) of the last layer's output on the test set, "
          "mean ± sd over seeds; MAD kept: final over the first layer's input MAD; the metric is the test main "
          "metric (mean ± sd). Runs whose recipes differ only in model.layers share a row."),
+        ("Exact zeros and the learned index of the global attention per layer", _render_sparsity(sparsity_table(records)),
+         "Share of exact-zero attention weights over every real (query, key) pair of the test graphs (padding "
+         "excluded), mean over seeds, and the range over heads; index: the layer's q (q-softmax) or alpha (entmax) "
+         "per head, mean over seeds and heads (smallest-largest head); '-' for softmax and sparsemax."),
         ("Stable rank of the attention output with and without the gate (Section 5.1, Tables 1-2)",
          _render_ranks(rank_table(records)),
          "Stable rank ||Y||_F^2 / ||Y||_2^2 of each head's output on each test graph, averaged over graphs, heads and layers; "
