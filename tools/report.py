@@ -13,7 +13,7 @@
     python tools/report.py runs/ltga --reference ltga_edge --plots figures/   # also the paper's figures as PNGs
 
 --plots DIR writes the LTGA paper's Figures 2, 3, 4, 5, 7, 9 and 11 (zoo.analysis.figures.plots)
-from the same runs (those of --models, if given) and names on stderr each file written and each
+from the same runs (those of --models and --reference, if given) and names on stderr each file written and each
 figure or run left out, with what is missing. It needs matplotlib (pip install -e '.[plots]').
 
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         table = report_table(args.paths, models, args.reference, args.metric, args.split, tuned, tune_seeds)
         markdown, frame = render_report(table, args.reference, args.alpha, args.holm)
         if args.diagnostics or args.pruning or args.timing or args.plots:
-            runs = collect_runs(args.paths)
-            runs = runs[runs.model.isin(models)] if models else runs
+            every_run = collect_runs(args.paths)
+            runs = every_run[every_run.model.isin(models)] if models else every_run
         gps_diagnostics = args.diagnostics and bool(mechanism_runs(runs))
         if args.diagnostics and (not gps_diagnostics or _has_ltga_diagnostics(runs, args.agreement)):
             markdown += "\n## Attention diagnostics\n\n" + render_diagnostics(diagnostics_table(runs, args.agreement))
@@ -90,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             markdown += "\n## Pruning validity\n\n" + render_pruning(pruning_table(runs))
         if args.timing:
             markdown += "\n## Training time\n\n" + render_timing(timing_table(runs))
-        if args.plots:
-            _write_figures(runs, table, args.plots, args.alpha)
+        if args.plots:  # the table's models: --models and the reference
+            shown = every_run[every_run.model.isin([*models, args.reference])] if models else every_run
+            _write_figures(shown, table, args.plots, args.alpha)
     except (ReportError, RecipeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

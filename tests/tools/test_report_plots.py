@@ -28,7 +28,9 @@ def test_every_figure_is_written(runs, tmp_path, capsys):
     curves = json.loads(next(runs.glob("texas_ltga_edge/*/seed0/metrics.json")).read_text())["curves"]
     assert len(curves) == EPOCHS and all(math.isfinite(r["q_grad_norm"]) and r["q_grad_norm"] > 0 for r in curves)
     out = tmp_path / "figures"
-    assert load_tool("report").main([str(runs), "--reference", "ltga_edge", "--plots", str(out)]) == 0
+    # --models and --reference pick the runs drawn, as the table's rows
+    assert load_tool("report").main([str(runs), "--models", "gat", "--reference", "ltga_edge", "--plots",
+                                     str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("# Results")  # the report itself, as without --plots
     assert sorted(p.name for p in out.iterdir()) == sorted(FIGURES.values())
@@ -50,3 +52,10 @@ def test_missing_inputs_are_named_not_fatal(runs, tmp_path, capsys):
     assert "note: figure 3 not drawn: no node-classification run could be rebuilt" in err
     assert "note: figures 5 and 7 not drawn: no run has per-edge q" in err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_models_alone_choose_the_runs_drawn(runs, tmp_path, capsys):
+    assert load_tool("report").main([str(runs), "--models", "gat", "--plots", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "note: figures 9 and 11 not drawn" in err and "note: figures 5 and 7 not drawn" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FIGURES["reliability"], FIGURES["lorenz"]]

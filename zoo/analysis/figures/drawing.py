@@ -166,9 +166,12 @@ def draw_probe(panels: dict, path: Path) -> Path:
     rho, then the probe's permutation importances and R^2 (``panels[key]`` is ``{"bins":
     {covariate: binned frame}, "probe": linear_probe result}``)."""
     columns = max(len(p["bins"]) for p in panels.values()) + 1
-    figure = Figure(figsize=(2.6 * columns, 2.5 * len(panels)), layout="constrained")
+    figure = Figure(figsize=(2.6 * columns, 2.5 * len(panels)))
     FigureCanvasAgg(figure)
     grid = np.atleast_2d(figure.subplots(len(panels), columns, squeeze=False))
+    # fixed margins: the constrained layout of this many axes costs seconds per figure
+    figure.subplots_adjust(left=0.06, right=0.93, bottom=0.12 / len(panels) ** 0.5, top=1 - 0.1 / len(panels) ** 0.5,
+                           wspace=0.45, hspace=0.6)
     for axes, ((dataset, model, layer), panel) in zip(grid, panels.items()):
         covariates = panel["probe"]["covariates"]
         for ax, (name, binned) in zip(axes, panel["bins"].items()):
@@ -180,6 +183,7 @@ def draw_probe(panels: dict, path: Path) -> Path:
             ax.set_visible(False)
         ax = axes[-1]
         ax.barh(covariates.index, covariates.importance, xerr=covariates.importance_sd, color="tab:green")
+        ax.yaxis.tick_right()  # the covariate names clear of the panel on the left
         ax.tick_params(labelsize=7)
         ax.set_title(f"permutation importance (R² = {panel['probe']['r2']:.2f})", fontsize=8)
     return _save(figure, path)
