@@ -23,7 +23,7 @@ from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa:
 from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.cli import add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
-from zoo.engine.dist_graph_training import check_recipe, open_dist_graph, train_dist_graph  # noqa: E402
+from zoo.engine.dist_graph_training import open_dist_graph, train_dist_graph  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
 
@@ -50,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.dist_config:
-            check_recipe(recipe)
-            data = open_dist_graph(args.dist_config, args.ip_config)
+            data = open_dist_graph(recipe, args.dist_config, args.ip_config)
             for seed in seeds if seeds is not None else recipe.seeds:
                 train_dist_graph(recipe, data, seed, args.out)
         else:

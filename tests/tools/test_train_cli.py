@@ -45,4 +45,7 @@ def test_dist_options_are_checked_before_any_distributed_service_starts(tmp_path
     monkeypatch.delenv("DGL_DIST_MODE", raising=False)
     assert train_cli.main([sampled, "--dist-config", str(two_parts), "--out", str(tmp_path / "runs")]) == 2
     assert "has 2 partitions, but without DGL_DIST_MODE=distributed" in capsys.readouterr().err
+    two_parts.write_text('{"graph_name": "citeseer", "num_parts": 1}')
+    assert train_cli.main([sampled, "--dist-config", str(two_parts), "--out", str(tmp_path / "runs")]) == 2
+    assert "holds the graph 'citeseer' but cora_ltga_edge_sampled trains on 'cora'" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()

@@ -55,19 +55,26 @@ class DistData(NamedTuple):
     book: dgl.distributed.GraphPartitionBook
 
 
-def open_dist_graph(part_config: str | Path, ip_config: str | Path | None) -> DistData:
-    """Start DGL's distributed services and open the partitioned graph of ``part_config``.
+def open_dist_graph(recipe: Recipe, part_config: str | Path, ip_config: str | Path | None) -> DistData:
+    """Check that ``recipe`` can train on the partitions of ``part_config``, then start DGL's
+    distributed services and open the partitioned graph.
 
     In a server process (``DGL_ROLE=server``) DGL serves its partition here and exits the process.
     Trainers then join the torch process group (when ``WORLD_SIZE`` > 1).
 
-    >>> data = open_dist_graph("parts/cora/cora.json", "ip_config.txt")  # doctest: +SKIP
+    >>> data = open_dist_graph(recipe, "parts/cora/cora.json", "ip_config.txt")  # doctest: +SKIP
     """
+    check_recipe(recipe)
     part_config = Path(part_config)
     if not part_config.is_file():
         raise RecipeError(f"--dist-config {part_config}: no such partition config; write one with "
                           "python tools/partition.py DATASET --parts N --out FOLDER (it is FOLDER/DATASET.json)")
     config = json.loads(part_config.read_text())
+    dataset = load_card(recipe.dataset)["name"]
+    if config["graph_name"].lower().replace("-", "_") != dataset:
+        raise RecipeError(f"--dist-config {part_config} holds the graph {config['graph_name']!r} but {recipe.name} "
+                          f"trains on {dataset!r}: partition that card (python tools/partition.py {dataset} ...) "
+                          f"or pick the card with --set dataset={config['graph_name']}")
     if os.environ.get("DGL_DIST_MODE", "standalone") == "standalone" and config["num_parts"] > 1:
         raise RecipeError(f"--dist-config {part_config} has {config['num_parts']} partitions, but without "
                           "DGL_DIST_MODE=distributed this is DGL's standalone mode, which reads one partition: launch "
@@ -128,7 +135,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path)
                 index_optimizer.step()
             loss_sum, seen = loss_sum + float(loss) * len(seeds), seen + len(seeds)
         row = {"epoch": epoch, "train_loss": all_sum(loss_sum) / all_sum(seen)}
-        row.update({f"val_{k}": v for k, v in evaluate(model, graph, split["val"]).items()})
+        row.update({f"val_{k}": v for k, v in evaluate(model, graph, split["val"], sampler.eval_batch_size).items()})
         curves.append(row)
         say(f"seed {seed} epoch {epoch}: train loss {row['train_loss']:.4f}, val loss {row['val_loss']:.4f}, "
             f"val accuracy {row['val_accuracy']:.4f}")
@@ -137,7 +144,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path)
         elif epoch - best["epoch"] >= recipe.optim.patience:
             break
     model.load_state_dict(best["model"])
-    final = {part: evaluate(model, graph, split[part]) for part in ("val", "test")}
+    final = {part: evaluate(model, graph, split[part], sampler.eval_batch_size) for part in ("val", "test")}
     metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "best_epoch": best["epoch"],
                "epochs_run": len(curves), "curves": curves, "final": final}
     if not is_main():
@@ -159,13 +166,14 @@ def check_recipe(recipe: Recipe) -> None:
                           "of sampled neighbourhoods); add e.g. --set 'train.sampler.fanouts=[10,10]'")
 
 
-def evaluate(model: torch.nn.Module, graph: dgl.distributed.DistGraph, nodes: torch.Tensor) -> dict:
+def evaluate(model: torch.nn.Module, graph: dgl.distributed.DistGraph, nodes: torch.Tensor, chunk: int) -> dict:
     """Cross-entropy and accuracy of ``model`` over every trainer's ``nodes``, each on its full
-    neighbourhood (one block per graph layer, all in-neighbours), summed over trainers."""
+    neighbourhood (one block per graph layer, all in-neighbours; ``chunk`` nodes a batch), summed
+    over trainers."""
     model.eval()
     layers = len(graph_layers(model))
     loader = dgl.dataloading.DistNodeDataLoader(graph, nodes, dgl.dataloading.NeighborSampler([-1] * layers),
-                                                batch_size=4096, shuffle=False)
+                                                batch_size=chunk, shuffle=False)
     loss_sum, right = 0.0, 0
     with torch.no_grad():
         for input_nodes, seeds, blocks in loader:
