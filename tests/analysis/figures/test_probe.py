@@ -26,8 +26,10 @@ def test_planted_linear_dependence():
 
 def test_a_constant_q_cannot_be_probed():
     rows = pd.DataFrame({"a": np.arange(10.0), "q": np.ones(10)})
-    with pytest.raises(ValueError, match="a q that varies"):
+    with pytest.raises(ValueError, match="q is 1 on all 10 rows: nothing varies to explain"):
         linear_probe(rows)
+    with pytest.raises(ValueError, match="needs more than 2 rows, got 2"):
+        linear_probe(rows.iloc[:2].assign(q=[1.0, 2.0]))
 
 
 def test_covariates_by_hand():

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 DPI = 120
 
@@ -77,7 +78,7 @@ def draw_reliability(panels: dict, calibration: pd.DataFrame, path: Path) -> Pat
             full = bins[bins["count"] > 0]
             ax.plot(full.confidence, full.accuracy, marker="o", markersize=3, label=f"{model} (ECE {ece:.3f})")
         ax.set(title=f"{dataset}: test split", xlabel="confidence", ylabel="accuracy", xlim=(0, 1), ylim=(0, 1))
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left")
     ax = axes[-1]
     width = 0.8 / max(len(calibration.columns), 1)
     x = np.arange(len(calibration.index))
@@ -105,7 +106,7 @@ def draw_lorenz(panels: dict, layer: int, path: Path) -> Path:
                xlabel="share of the weights (smallest first)", ylabel="share of the attention", xlim=(0, 1),
                ylim=(0, 1))
         ax.title.set_fontsize(9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left")
     return _save(figure, path)
 
 
@@ -124,7 +125,7 @@ def draw_q_histograms(panels: dict, path: Path) -> Path:
         ax.axvline(float(np.mean(layers[min(layers)])), linestyle=":", color="tab:red",
                    label=f"layer {min(layers) + 1} mean")
         ax.set(title=f"{dataset}: {model}", xlabel="q_ij", ylabel="(edge, head) pairs", xlim=(0, high))
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left")
     return _save(figure, path)
 
 
@@ -135,6 +136,8 @@ def _per_seed_lines(ax, frame: pd.DataFrame, column: str) -> None:
             ax.plot(seed.epoch, seed[column], color=color, alpha=0.25, linewidth=0.8)
         mean = runs.groupby("epoch")[column].mean()
         ax.plot(mean.index, mean.to_numpy(), color=color, linewidth=2, label=model)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=7, loc="upper right")
 
 
 def draw_q_trajectories(frame: pd.DataFrame, path: Path) -> Path:
@@ -145,7 +148,6 @@ def draw_q_trajectories(frame: pd.DataFrame, path: Path) -> Path:
         ax.axhline(1.0, linestyle="--", color="grey", linewidth=1)
         _per_seed_lines(ax, frame[frame.dataset == dataset], "q")
         ax.set(title=dataset, xlabel="epoch", ylabel="mean learned q")
-        ax.legend(fontsize=7)
     return _save(figure, path)
 
 
@@ -157,7 +159,6 @@ def draw_gradient_norms(frame: pd.DataFrame, path: Path) -> Path:
         _per_seed_lines(ax, frame[frame.dataset == dataset], "grad_norm")
         ax.set_yscale("log")
         ax.set(title=dataset, xlabel="epoch (after the warm-up)", ylabel="||dL/dα|| (index parameters)")
-        ax.legend(fontsize=7)
     return _save(figure, path)
 
 

@@ -86,6 +86,12 @@ def _order(keys) -> list:
     return sorted(keys, key=lambda k: (rank[k[0]], *k[1:]))
 
 
+def _by_dataset(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows with the datasets in the paper's order (its panels' order)."""
+    rank = {name: i for i, name in enumerate(order_datasets(frame.dataset))}
+    return frame.sort_values("dataset", key=lambda names: names.map(rank), kind="stable")
+
+
 def _nested(pooled: dict, value) -> dict:
     """``{dataset: {model: value(items)}}`` from ``{(dataset, model): items}``."""
     panels = {}
@@ -165,12 +171,13 @@ def write_figures(runs: pd.DataFrame, table: ResultsTable | None, out: str | Pat
             notes.append(f"figure 2 not drawn: {err}")
         else:
             written["critical_difference"] = draw_critical_difference(cd, out / FIGURES["critical_difference"])
-    trajectories = q_trajectories(runs)
+    trajectories = _by_dataset(q_trajectories(runs))
     if trajectories.empty:
         notes.append("figures 9 and 11 not drawn: no run logged a learned q per epoch (metrics.json curves 'q_mean/...')")
     else:
         written["q_trajectories"] = draw_q_trajectories(trajectories, out / FIGURES["q_trajectories"])
         norms, missing = gradient_norms(runs)
+        norms = _by_dataset(norms)
         notes += missing
         if norms.empty:
             notes.append("figure 11 not drawn: no run recorded q_grad_norm after its warm-up")

@@ -77,9 +77,12 @@ def linear_probe(rows: pd.DataFrame, target: str = "q", repeats: int = 5, seed: 
     """
     names = [c for c in rows.columns if c != target]
     x, y = rows[names].to_numpy(), rows[target].to_numpy()
-    if len(rows) < len(names) + 2 or np.ptp(y) == 0:
-        raise ValueError(f"the probe needs more than {len(names) + 1} rows and a {target} that varies; got {len(rows)} "
-                         f"rows with {target} in [{y.min() if len(y) else 'nan'}, {y.max() if len(y) else 'nan'}]")
+    if len(rows) < len(names) + 2:
+        raise ValueError(f"the probe of {target} on {len(names)} covariates needs more than {len(names) + 1} rows, "
+                         f"got {len(rows)}")
+    if np.ptp(y) == 0:
+        raise ValueError(f"{target} is {y[0]:g} on all {len(y)} rows: nothing varies to explain (a per-edge q still "
+                         "at its zero-initialised gate, e.g. a best epoch within the warm-up, is 1 everywhere)")
     model = make_pipeline(StandardScaler(), LinearRegression()).fit(x, y)
     drop = permutation_importance(model, x, y, n_repeats=repeats, random_state=seed)
     positive = np.clip(drop.importances_mean, 0, None)
