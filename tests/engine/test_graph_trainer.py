@@ -84,13 +84,14 @@ def test_learned_q_has_its_own_optimiser_warm_up_and_prior(esol, tmp_path):
     model = create_model("sparsegate_gt", num_outputs=1, **{k: v for k, v in recipe.model.items() if k != "name"})
     (q_logit,) = model.index_parameters()
     weights, index = build_optimizer(model, recipe.optim), build_index_optimizer(model, recipe.optim)
-    assert all(p is not q_logit for p in weights.param_groups[0]["params"])
-    assert len(weights.param_groups[0]["params"]) == len(list(model.parameters())) - 1
+    assert all(p is not q_logit for p in weights.members)  # the weights' flat AdamW
+    assert len(weights.members) == len(list(model.parameters())) - 1
     assert index.param_groups[0]["params"] == [q_logit] and index.defaults["lr"] == 0.05
     assert index.defaults["weight_decay"] == 0.0
     plain = create_model("siggate_gt", num_outputs=1, **{k: v for k, v in _recipe().model.items() if k != "name"})
     assert build_index_optimizer(plain, recipe.optim) is None
-    assert build_optimizer(plain, recipe.optim).param_groups[0]["params"] == list(plain.parameters())
+    assert build_optimizer(plain, recipe.optim).members == list(plain.parameters())
+    assert build_optimizer(plain, recipe.optim, flat=False).param_groups[0]["params"] == list(plain.parameters())
 
     curves = train_graph_model(recipe, esol, 0, tmp_path, progress=False)["curves"]
     q = [[row[f"q_mean/layer0_head{h}"] for h in range(2)] for row in curves]

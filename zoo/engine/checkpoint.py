@@ -9,7 +9,6 @@ run's first save), and
 """
 from __future__ import annotations
 
-import copy
 import io
 import json
 import pickle
@@ -45,11 +44,10 @@ def save_checkpoint(state: dict, path: str | Path, *, verify: bool = True) -> No
 
 
 def cpu_state_dict(module: torch.nn.Module) -> dict:
-    """A copy of ``module.state_dict()`` whose tensors are on the CPU (a deep copy on the CPU path)."""
+    """A copy of ``module.state_dict()`` on the CPU, each tensor its own (parameters that are views
+    of one buffer, as :mod:`zoo.engine.flat_optimizer` makes them, are copied apart)."""
     state = module.state_dict()
-    if all(tensor.device.type == "cpu" for tensor in state.values()):
-        return copy.deepcopy(state)
-    copied = type(state)((key, tensor.detach().cpu()) for key, tensor in state.items())
+    copied = type(state)((key, tensor.detach().to("cpu", copy=True)) for key, tensor in state.items())
     copied._metadata = getattr(state, "_metadata", None)
     return copied
 
