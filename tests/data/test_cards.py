@@ -60,7 +60,7 @@ def _offline_folder(source, zoo_data):
 def test_shipped_cards_come_from_the_checkout_datasets_folder(monkeypatch):
     monkeypatch.delenv("ZOO_CARDS", raising=False)
     assert package_cards_dir() == REPO / "datasets" and cards_dirs() == [REPO / "datasets"]
-    assert list_cards() == SHIPPED and len(SHIPPED) == 22
+    assert list_cards() == SHIPPED and len(SHIPPED) == 24
     assert card_path("cora") == REPO / "datasets" / "cora.yaml"
 
 
@@ -134,7 +134,7 @@ def test_card_schema(name):
     assert card["title"] and card["citation"] and card["split"]["protocol"]
     assert card["metric"] in METRICS[card["task"]]
     if card["task"] == "node_classification":
-        assert card["source"]["kind"] in ("dgl", "synthetic") and card["num_classes"] >= 2
+        assert card["source"]["kind"] in ("dgl", "synthetic", "ogb") and card["num_classes"] >= 2
         assert card["split"]["num_splits"] in (1, 10)
         assert card["metric"] == ("roc_auc" if card["num_classes"] == 2 else "accuracy")
     else:
