@@ -26,7 +26,7 @@ from zoo.data.node_datasets import NodeData, load_node_dataset
 from zoo.data.positional import PESpec, add_positional_encodings, laplacian_pe, random_walk_se
 from zoo.data.remote import DownloadError, download
 from zoo.data.scaffold import scaffold_split
-from zoo.data.synthetic import synthetic_sbm_graph
+from zoo.data.synthetic import contextual_sbm_card, synthetic_sbm_graph
 
 __all__ = [
     "FEATURIZERS", "FEATURIZER_SPEC", "BadSmiles", "ChecksumMismatchError", "CsvError", "DatasetError",
@@ -34,5 +34,5 @@ __all__ = [
     "NodeData", "OgbFeaturizer", "PESpec", "SmilesTable", "add_positional_encodings",
     "collate", "csv_card_file", "download", "featurizer_from_spec", "laplacian_pe", "list_cards", "load_card",
     "load_csv_dataset", "load_graph_dataset", "load_node_dataset", "make_dataloaders", "penalized_logp",
-    "random_walk_se", "read_smiles_csv", "scaffold_split", "smiles_to_graph", "synthetic_sbm_graph",
+    "random_walk_se", "read_smiles_csv", "scaffold_split", "smiles_to_graph", "synthetic_sbm_graph", "contextual_sbm_card",
 ]
