@@ -47,15 +47,18 @@ def test_same_trajectory_and_state_as_the_per_parameter_optimizer(flat_kind, kin
     torch_opt, flat_opt = kind(reference.parameters(), **hyper), flat_kind(flat.parameters(), **hyper)
     want = _train(reference, torch_opt, 6, clip=lambda: list(reference.parameters()))
     got = _train(flat, flat_opt, 6, clip=flat_opt.flat_parameters)
-    assert got == pytest.approx(want, rel=1e-12)
+    # float64; only the gradient norm's summation order differs (one flat norm against per-tensor
+    # norms, and the thread count splits it differently), ~1e-11 relative after 6 steps; a wrong
+    # update would differ by ~lr = 1e-2
+    assert got == pytest.approx(want, rel=1e-8)
     for a, b in zip(used(reference), used(flat)):
-        torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-14)
+        torch.testing.assert_close(b, a, rtol=1e-8, atol=1e-10)
     mine, theirs = flat_opt.state_dict(), torch_opt.state_dict()
     assert mine["param_groups"][0]["params"] == theirs["param_groups"][0]["params"]
     assert mine["param_groups"][0]["lr"] == theirs["param_groups"][0]["lr"]
     for index, state in theirs["state"].items():  # torch has no state for the never-used parameter
         for key, value in state.items():
-            torch.testing.assert_close(mine["state"][index][key], value, rtol=1e-12, atol=1e-14)
+            torch.testing.assert_close(mine["state"][index][key], value, rtol=1e-8, atol=1e-10)
 
 
 def test_resumes_from_a_per_parameter_checkpoint_and_back():
@@ -70,7 +73,7 @@ def test_resumes_from_a_per_parameter_checkpoint_and_back():
     flat_opt = FlatAdamW(resumed.parameters(), **hyper)
     resumed.load_state_dict(saved_model)  # in place: the parameters stay views of the flat buffer
     flat_opt.load_state_dict(saved_opt)
-    assert _train(resumed, flat_opt, 3, start=3) == pytest.approx(want, rel=1e-12)
+    assert _train(resumed, flat_opt, 3, start=3) == pytest.approx(want, rel=1e-8)
     again = torch.optim.AdamW(_model().parameters(), **hyper)
     again.load_state_dict(flat_opt.state_dict())  # and the flat state loads into torch's optimizer
 
@@ -84,7 +87,7 @@ def test_gradients_replaced_outside_are_gathered():
         m.zero_grad()  # set_to_none: autograd then makes new gradient tensors, not views of the buffer
         torch.nn.functional.mse_loss(m(torch.ones(4, 5, dtype=torch.float64)), torch.zeros(4, 1, dtype=torch.float64)).backward()
         opt.step()
-    torch.testing.assert_close(model.net[0].weight, reference.net[0].weight, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(model.net[0].weight, reference.net[0].weight, rtol=1e-8, atol=1e-10)
     assert model.net[0].weight.grad.data_ptr() != 0 and optimizer.flat.grad.abs().sum() > 0
 
 
