@@ -2,8 +2,8 @@
 kernels instead of a pass over every parameter tensor.
 
 A GPS model has about 340 parameter tensors; torch's multi-tensor (``foreach``) AdamW and gradient
-clipping still walk them in lists, about 12 ms an update on 2 CPU cores for ZINC's 618k weights,
-against about 3.5 ms over one flat buffer (``tools/benchmark.py gps --recipe ...``). Here every
+clipping still walk them in lists on the CPU (``tools/benchmark.py gps --recipe
+recipes/zinc_siggate.yaml --profile`` shows the update's share of a step). Here every
 parameter becomes a view of one flat tensor and its ``.grad`` a view of one flat gradient, so
 autograd accumulates straight into the buffer and the optimizer steps it as a single parameter.
 

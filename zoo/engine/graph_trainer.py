@@ -80,8 +80,8 @@ def build_optimizer(model: torch.nn.Module, optim: OptimConfig, flat: bool = Tru
     :func:`build_index_optimizer` trains).
 
     ``flat`` (one process): the weights live in one flat buffer and the update is a few kernels
-    over it (:mod:`zoo.engine.flat_optimizer`; about 12 -> 3.5 ms an update of a ZINC GPS model
-    on 2 CPU cores), with the per-parameter state dict of the plain optimizer. Otherwise (under
+    over it (:mod:`zoo.engine.flat_optimizer`), with the per-parameter state dict of the plain
+    optimizer. Otherwise (under
     DDP, which owns the gradients) the plain optimizer with ``foreach``: one multi-tensor kernel
     per update instead of a Python loop over the parameter tensors. Same update either way.
 
