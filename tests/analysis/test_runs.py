@@ -80,3 +80,20 @@ def test_per_seed_rows_put_identity_first_and_skip_none(tmp_path):
     assert rows == [{"model": "gat", "dataset": "cora", "seed": 0, "folder": "a"},
                     {"model": "ltga", "dataset": "cora", "seed": 0, "folder": "c"}]
     assert list(rows[0]) == ["model", "dataset", "seed", "folder"]
+
+
+def test_grouped_seed_means_by_hand():
+    import re
+
+    from zoo.analysis.runs import grouped_seed_means
+
+    runs = pd.DataFrame({"model": ["depth2_gcn", "depth2_gcn", "depth8_gcn", "gat"], "dataset": ["cora"] * 4,
+                         "seed": [0, 1, 0, 0], "path": ["a", "b", "c", "d"]})
+    scores = {"a": 0.8, "b": 0.6, "c": 0.3, "d": 0.9}
+    read = lambda path: {"score": scores[path.name], "metric": "accuracy"}  # noqa: E731
+    pattern = re.compile(r"^depth(?P<layers>\d+)_(?P<model>.+)$")
+    table = grouped_seed_means(runs, pattern, ["model", "layers"], read, ["score"], {"layers": int})
+    two = table.loc[("cora", "gcn", 2)]
+    assert (two.score, two.score_sd, two.metric, two.n) == (pytest.approx(0.7), pytest.approx(0.02 ** 0.5), "accuracy", 2)  # sd of 0.8, 0.6
+    assert table.loc[("cora", "gcn", 8)].n == 1 and ("cora", "gat", 0) not in table.index
+    assert grouped_seed_means(runs[runs.model == "gat"], pattern, ["model", "layers"], read, ["score"]) is None

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from zoo.analysis.rendering import markdown_table
-from zoo.analysis.runs import per_seed_rows
+from zoo.analysis.runs import grouped_seed_means
 from zoo.analysis.tables import PERCENT_METRICS, order_datasets
 
 PARAMETERS = {"lambda": "λ_attn", "warmup": "T_w", "kappa": "κ", "delta": "δ", "granularity": "granularity"}
@@ -59,19 +59,11 @@ def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
     >>> ablation_table(collect_runs("runs/ablations")).loc[("minesweeper", "kappa", "5"), "q"]  # doctest: +SKIP
     """
     columns = ["metric", "score", "score_sd", "q", "ece", "n"]
-    parsed = runs.model.str.extract(ABLATION_RUN)
-    ablation_runs = runs.assign(parameter=parsed.parameter, value=parsed.value)[parsed.parameter.notna()]
-    if ablation_runs.empty:
+    table = grouped_seed_means(runs, ABLATION_RUN, ["parameter", "value"], _seed_row, ["score", "q", "ece"])
+    if table is None:
         empty = pd.MultiIndex.from_tuples([], names=["dataset", "parameter", "value"])
         return pd.DataFrame(columns=columns, index=empty)
-    rows = pd.DataFrame(per_seed_rows(ablation_runs, _seed_row))
-    rows["parameter"], rows["value"] = ablation_runs.parameter.to_numpy(), ablation_runs.value.to_numpy()
-    groups = rows.groupby(["dataset", "parameter", "value"])
-    table = groups[["score", "q", "ece"]].mean()
-    table["score_sd"] = groups.score.std(ddof=1)
-    table["metric"] = groups.metric.first()
-    table["n"] = groups.size()
-    datasets = {name: i for i, name in enumerate(order_datasets(rows.dataset))}
+    datasets = {name: i for i, name in enumerate(order_datasets(table.index.get_level_values("dataset")))}
     parameters = {name: i for i, name in enumerate(PARAMETERS)}
     order = sorted(table.index, key=lambda key: (datasets[key[0]], parameters[key[1]], _value_order(key[2])))
     return table.loc[order, columns]

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from zoo.analysis.rendering import markdown_table
-from zoo.analysis.runs import per_seed_rows
+from zoo.analysis.runs import grouped_seed_means
 from zoo.analysis.tables import PERCENT_METRICS, order_datasets
 
 DEPTH_RUN = re.compile(r"^depth(?P<layers>\d+)_(?P<model>.+)$")
@@ -52,19 +52,12 @@ def depth_table(runs: pd.DataFrame) -> pd.DataFrame:
     >>> depth_table(collect_runs("runs/depth")).loc[("cora", "gcn", 8), "mad"]  # doctest: +SKIP
     """
     columns = ["metric", "score", "score_sd", "dirichlet_energy", "mad", "n"]
-    parsed = runs.model.str.extract(DEPTH_RUN)
-    depth_runs = runs.assign(model=parsed.model, layers=parsed.layers)[parsed.model.notna()]
-    if depth_runs.empty:
+    table = grouped_seed_means(runs, DEPTH_RUN, ["model", "layers"], _seed_row, ["score", "dirichlet_energy", "mad"],
+                               {"layers": int})
+    if table is None:
         empty = pd.MultiIndex.from_tuples([], names=["dataset", "model", "layers"])
         return pd.DataFrame(columns=columns, index=empty)
-    rows = pd.DataFrame(per_seed_rows(depth_runs, _seed_row))
-    rows["layers"] = depth_runs.layers.astype(int).to_numpy()
-    groups = rows.groupby(["dataset", "model", "layers"])
-    table = groups[["score", "dirichlet_energy", "mad"]].mean()
-    table["score_sd"] = groups.score.std(ddof=1)
-    table["metric"] = groups.metric.first()
-    table["n"] = groups.size()
-    order = {name: i for i, name in enumerate(order_datasets(rows.dataset))}
+    order = {name: i for i, name in enumerate(order_datasets(table.index.get_level_values("dataset")))}
     return table[columns].sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
 
 

@@ -7,6 +7,7 @@ recipe (``config.yaml``); :func:`collect_runs` reads them into a DataFrame that 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -96,3 +97,29 @@ def per_seed_rows(runs: pd.DataFrame, read) -> list[dict]:
         if row is not None:
             rows.append({"model": record.model, "dataset": record.dataset, "seed": record.seed, **row})
     return rows
+
+
+def grouped_seed_means(runs: pd.DataFrame, pattern: re.Pattern, keys: list[str], read,
+                       values: list[str], types: dict | None = None) -> pd.DataFrame | None:
+    """The runs whose model name matches ``pattern`` (named groups ``keys``, e.g.
+    ``depth(?P<layers>\\d+)_(?P<model>.+)``; a group named ``model`` replaces the model column),
+    one row per (dataset, *keys): the mean over seeds of ``values``, ``score_sd`` (ddof 1),
+    ``metric`` (the first seed's) and ``n``. ``read(seed_dir)`` gives a seed's dict with ``score``,
+    ``metric`` and ``values``; ``types`` casts group values (e.g. ``{"layers": int}``). None when
+    no run matches.
+
+    >>> grouped_seed_means(collect_runs("runs"), re.compile(r"depth(?P<layers>\\d+)_(?P<model>.+)"),
+    ...                    ["model", "layers"], read, ["score"], {"layers": int})  # doctest: +SKIP
+    """
+    parsed = runs.model.str.extract(pattern)
+    matched = runs.assign(**{key: parsed[key] for key in keys})[parsed[keys[0]].notna()]
+    if matched.empty:
+        return None
+    rows = pd.DataFrame(per_seed_rows(matched, read))
+    for key in keys:
+        rows[key] = matched[key].to_numpy().astype((types or {}).get(key, object))
+    groups = rows.groupby(["dataset", *keys])
+    table = groups[values].mean()
+    table["score_sd"], table["metric"], table["n"] = groups.score.std(ddof=1), groups.metric.first(), groups.size()
+    return table
+
