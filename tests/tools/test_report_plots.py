@@ -7,17 +7,10 @@ import shutil
 
 import pytest
 
-from tests.analysis.figures.tiny_runs import EPOCHS, train_tiny_runs
+from tests.analysis.figures.tiny_runs import EPOCHS, tiny_ltga_runs  # noqa: F401 (the runs fixture)
 from tests.tools.tool_loader import load_tool
 from zoo.analysis.figures import FIGURES
 
-
-@pytest.fixture(scope="module")
-def runs(zoo_data, zoo_cache, tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in (("ZOO_DATA", zoo_data), ("ZOO_CACHE", zoo_cache), ("ZOO_OFFLINE", "1")):
-            patch.setenv(name, str(value))
-        yield train_tiny_runs(tmp_path_factory.mktemp("runs"))
 
 
 def _is_png(path) -> bool:

@@ -7,19 +7,12 @@ import pytest
 import torch
 import yaml
 
-from tests.analysis.figures.tiny_runs import train_tiny_runs
+from tests.analysis.figures.tiny_runs import tiny_ltga_runs  # noqa: F401 (the runs fixture)
 from zoo.analysis.figures.calibration import expected_calibration_error, reliability_bins
 from zoo.analysis.figures.trained import DatasetCache, load_trained, record_forward
 from zoo.analysis.runs import ReportError
 from zoo.ops import edge_qsoftmax
 
-
-@pytest.fixture(scope="module")
-def runs(zoo_data, zoo_cache, tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in (("ZOO_DATA", zoo_data), ("ZOO_CACHE", zoo_cache), ("ZOO_OFFLINE", "1")):
-            patch.setenv(name, str(value))
-        yield train_tiny_runs(tmp_path_factory.mktemp("runs"))
 
 
 def _seed_dir(runs, recipe):

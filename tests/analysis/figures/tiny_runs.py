@@ -2,6 +2,8 @@
 width-8 model, trained by tools/train.py into a temporary folder."""
 from pathlib import Path
 
+import pytest
+
 from tests.tools.tool_loader import load_tool
 
 RECIPES = Path(__file__).resolve().parents[3] / "recipes"
@@ -16,3 +18,12 @@ def train_tiny_runs(out: Path) -> Path:
                 "--out", str(out), "--quiet"]
         assert train.main(argv) == 0, recipe
     return out
+
+
+@pytest.fixture(scope="module", name="runs")
+def tiny_ltga_runs(zoo_data, zoo_cache, tmp_path_factory):
+    """The tiny runs of :func:`train_tiny_runs`, trained once per test module from the offline data."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in (("ZOO_DATA", zoo_data), ("ZOO_CACHE", zoo_cache), ("ZOO_OFFLINE", "1")):
+            patch.setenv(name, str(value))
+        yield train_tiny_runs(tmp_path_factory.mktemp("runs"))
