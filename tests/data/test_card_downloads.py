@@ -8,7 +8,6 @@ import io
 import json
 import pickle
 import socket
-import zipfile
 from pathlib import Path
 
 import dgl
@@ -19,6 +18,7 @@ import scipy.sparse as sp
 import torch
 from ogb.utils import smiles2graph
 
+from tests.data.archives import zip_bytes
 from zoo.data import ChecksumMismatchError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
 from zoo.data.mirror import STAMP, read_stamp
 from zoo.engine.experiment import run_recipe
@@ -36,14 +36,6 @@ SMILES = ["CC(N)C(=O)O", "NCC(=O)NCC(=O)O", "CC(C)C(N)C(=O)O", "OCC(N)C(=O)O", "
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _zip(files: dict) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    return buffer.getvalue()
 
 
 def _planetoid(name: str, n=540, features=5, classes=3, train=6, test=30) -> dict:
@@ -116,7 +108,7 @@ def _ogb_pcba(tmp_path) -> bytes:
     for name, table in tables.items():
         pd.DataFrame(table).to_csv(tmp_path / "table.csv.gz", header=False, index=False)
         files[f"pcba/{name}"] = (tmp_path / "table.csv.gz").read_bytes()
-    return _zip(files)
+    return zip_bytes(files)
 
 
 def _serve_dgl(name, files, loopback, temp_cards, *, archive=None, by_md5=False):
@@ -125,7 +117,7 @@ def _serve_dgl(name, files, loopback, temp_cards, *, archive=None, by_md5=False)
     def change(card):
         source = card["source"]
         if archive:
-            source["url"] = loopback.serve(f"/{name}/{archive}", _zip(files))
+            source["url"] = loopback.serve(f"/{name}/{archive}", zip_bytes(files))
         elif "file_urls" in source:
             source["file_urls"] = {f: loopback.serve(f"/{name}/{f}?dl=1", data) for f, data in files.items()}
         else:

@@ -2,14 +2,12 @@
 looked for, copied and verified, how graphs, labels and split come out, and what OGB may read;
 ogbn-arxiv / ogbn-products from stand-ins in OGB's raw layout, OGB's Evaluator against a hand count."""
 import hashlib
-import io
 import json
 import math
 import re
 import shutil
 import socket
 import warnings
-import zipfile
 from pathlib import Path
 
 import dgl
@@ -19,6 +17,7 @@ import pytest
 import torch
 from ogb.nodeproppred import Evaluator
 
+from tests.data.archives import zip_bytes
 from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
 from zoo.data.mirror import STAMP, Roots
 from zoo.data.ogb_source import load_ogb
@@ -145,14 +144,6 @@ def _ogbn_files(tmp_path, name: str) -> dict:
     return files
 
 
-def _ogbn_zip(files: dict) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for path, data in files.items():
-            archive.writestr(path, data)
-    return buffer.getvalue()
-
-
 def _undirected_pairs(graph) -> set:
     src, dst = graph.edges()
     return {frozenset((int(u), int(v))) for u, v in zip(src, dst)}
@@ -189,7 +180,7 @@ def test_ogbn_products_downloads_over_loopback_keeps_ogbs_inverse_edges_and_trai
     """OGB's products.zip from a loopback URL, pinned by sha256 in a temporary card; OGB adds the
     inverse edges itself (add_inverse_edge), so the graph is 2 x 161 edges minus the doubled
     self-loop plus one self-loop per node; then one sampled epoch of the shipped recipe."""
-    archive = _ogbn_zip(_ogbn_files(tmp_path, "products"))
+    archive = zip_bytes(_ogbn_files(tmp_path, "products"))
     temp_cards("ogbn_products", lambda card: card["source"].update(
         url=loopback.serve("/products.zip", archive), archive_sha256=hashlib.sha256(archive).hexdigest()))
     for var, value in [("ZOO_OFFLINE", "0"), ("ZOO_DATA", tmp_path / "data"), ("ZOO_CACHE", tmp_path / "cache")]:
