@@ -182,3 +182,13 @@ def test_an_epoch_cap_shrinks_the_index_warmup_with_the_lr_warmup():
     assert (full.optim.epochs, full.optim.warmup_epochs, full.optim.q_warmup) == (2000, 50, 50)
     assert (short.optim.warmup_epochs, short.optim.q_warmup) == (1, 1)  # round(50 * 40 / 2000)
     assert load_recipe(RECIPES / "cora_ltga_edge.yaml", epochs=100).optim.q_warmup == 10  # 20 of 200
+
+
+@pytest.mark.parametrize("sampled, full", [("tolokers_ltga_edge_sampled", "tolokers_ltga_edge_wide")])
+def test_a_sampled_recipe_is_its_full_batch_recipe_but_for_the_sampler(sampled, full):
+    """The sampled run is compared with the full-batch one (README, issue 17): only train.sampler differs."""
+    a, b = load_recipe(RECIPES / f"{sampled}.yaml").to_dict(), load_recipe(RECIPES / f"{full}.yaml").to_dict()
+    assert a["train"].pop("sampler") and b["train"].pop("sampler") is None
+    for key in ("name", "description"):
+        a.pop(key), b.pop(key)
+    assert a == b
