@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from zoo.analysis.mechanism_report import (depth_table, entropy_table, gate_table, mechanism_runs, rank_table,
+from zoo.analysis.mechanism_report import (entropy_table, gate_table, mad_depth_table, mechanism_runs, rank_table,
                                            render_mechanism, sparsity_table)
 from zoo.analysis.runs import ReportError, collect_runs
 
@@ -67,7 +67,7 @@ def test_entropy_depth_and_rank_tables(runs):
     records = mechanism_runs(collect_runs(runs))
     entropy = entropy_table(records)
     assert entropy.loc[("zinc_cpu_g1", "zinc_smiles", 1)].tolist() == pytest.approx([1.5, 0.5, 2])
-    depth = depth_table(records)
+    depth = mad_depth_table(records)
     gated = depth.xs("siggate_gt output sigmoid per-head", level="variant")
     assert sorted(gated.index.get_level_values("depth")) == [2, 3]
     assert len(set(gated.index.get_level_values("family"))) == 1  # only the depth differs: one row

@@ -6,7 +6,7 @@ computed on the whole test set), in the layouts of the SigGate-GT paper:
   0.9, the range of the per-head means, and an ``avg`` row pooled over (layer, head, node, gate
   unit), the paper's pooled aggregate;
 * :func:`entropy_table`: attention entropy per layer (Table 13);
-* :func:`depth_table`: MAD of the final node representations (the last layer's output, which the
+* :func:`mad_depth_table`: MAD of the final node representations (the last layer's output, which the
   readout pools) and the test metric against depth (Table 12). Runs whose resolved recipes differ
   only in ``model.layers`` form one row, labelled by the model (:func:`variant`);
 * :func:`sparsity_table`: the share of exact zeros in the global attention and the layer's q or
@@ -121,7 +121,7 @@ def entropy_table(records: list[dict]) -> pd.DataFrame:
     return groups.mean().assign(n=groups.size())
 
 
-def depth_table(records: list[dict]) -> pd.DataFrame:
+def mad_depth_table(records: list[dict]) -> pd.DataFrame:
     """Index (dataset, variant, family, depth); columns mad (the last layer's output), mad_sd (over
     seeds), mad_input (the first layer's input), retention (mad / mad_input), score (the test main
     metric), score_sd, main_metric, models (the recipe names), n (seeds)."""
@@ -273,7 +273,7 @@ def render_mechanism(runs: pd.DataFrame) -> str:
         ("Attention entropy per layer (the paper's Table 13)", _render_entropy(entropy_table(records)),
          "-sum_j a_ij log a_ij (nats) of each test node's attention row over its graph, averaged over nodes and "
          "heads, mean over seeds ± the sd over heads of the per-head means (mean over seeds)."),
-        ("MAD of the final node representations at depth (the paper's Table 12)", _render_depth(depth_table(records)),
+        ("MAD of the final node representations at depth (the paper's Table 12)", _render_depth(mad_depth_table(records)),
          "MAD (Chen et al. 2020, cosine, pairs within a graph) of the last layer's output on the test set, "
          "mean ± sd over seeds; MAD kept: final over the first layer's input MAD; the metric is the test main "
          "metric (mean ± sd). Runs whose recipes differ only in model.layers share a row."),
