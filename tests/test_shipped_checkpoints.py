@@ -15,11 +15,12 @@ from zoo.models.registry import PRETRAINED_DIR
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SHIPPED = list_models(pretrained=True)
-# weights_sha256 of the zoo-pretrained/1 .pt files these pairs were converted from, and the
-# checkpoint digests README lists: an independent record of what ships
-PT_WEIGHTS_SHA256 = {"zinc_siggate": "bd71536508d31bbc9931067923b29fe8ca08f5bb253fca9f194dd00fef7b5cd8",
+# weights_sha256 recorded when each checkpoint was made (molhiv_siggate_cpu: the zoo-pretrained/1
+# .pt file it was converted from; zinc_siggate: exported as safetensors), and the checkpoint digests
+# README lists: an independent record of what ships
+PT_WEIGHTS_SHA256 = {"zinc_siggate": "87aa47aadfa54d46320934b509e8a2ddc35757f789dcf9e2f400a8850c27459b",
                      "molhiv_siggate_cpu": "3f8e09274eab5a2e17199d025357aad276b351625ad556d64aa50d2ae41787e1"}
-CHECKPOINT_SHA256 = {"zinc_siggate": "6658f1bc7cb926524c17d3f628bce18f360a66ddda671ee4c5ba36712c00ac07",
+CHECKPOINT_SHA256 = {"zinc_siggate": "1f051f7626b0b5da4793ee856b0cfa58f6170da5375f743ce57d46376280cc74",
                      "molhiv_siggate_cpu": "6170c310959ae1540d94ece8de7b2d14a5919f3441a64b6de8fa0157cd6d6b50"}
 
 
