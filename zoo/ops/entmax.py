@@ -1,8 +1,11 @@
 """``edge_entmax``: alpha-entmax over the incoming edges of each destination node."""
 
+import warnings
+
 import dgl.ops as F
 import torch
 
+from . import _fused
 from ._common import (check_finite_sum, check_param, edge_param, edge_scores, entmax_terms_, entmax_threshold,
                       exp_flush_, expq_log_grads_, reduce_to)
 
@@ -54,6 +57,8 @@ def edge_entmax(graph, logits, alpha, *, n_bisect=4, max_iter=50):
     check_param(alpha, "alpha", 1.0, low_ok=True)
     if x.numel() == 0:
         return logits.clone()
+    if _fused.usable(x):
+        return _FusedEntmax.apply(graph, x, alpha, int(n_bisect), int(max_iter)).reshape(shape)
     return _Entmax.apply(graph, x, alpha, int(n_bisect), int(max_iter)).reshape(shape)
 
 
@@ -113,3 +118,32 @@ class _Entmax(torch.autograd.Function):
         grad_x = s.mul_(r) if s is not p else r * s
         grad_alpha = None if dlog is None else reduce_to(dlog.mul_(r.mul_(p)), eps)
         return None, grad_x, grad_alpha, None, None
+
+
+class _FusedEntmax(torch.autograd.Function):
+    """alpha-entmax in one fused CPU kernel per direction (``zoo/ops/csrc``); saves logits, threshold, output."""
+
+    @staticmethod
+    def forward(ctx, graph, x, alpha, n_bisect, max_iter):
+        x = x.contiguous()
+        eps = alpha - 1
+        if torch.is_tensor(eps):
+            eps = eps.clamp(min=EPS_FLOOR)
+        mode = _fused.GENERAL if torch.is_tensor(eps) else _fused.float_mode(eps)
+        indptr, eids = _fused.in_csr(graph)
+        param = _fused.param(eps, x)
+        p, t, total, stuck = _fused.kernels().entmax_forward(indptr, eids, x, param, mode, n_bisect, max_iter)
+        check_finite_sum(graph, total)
+        if stuck:
+            warnings.warn(f"edge_entmax: threshold not converged in max_iter={max_iter} Newton steps", RuntimeWarning)
+        ctx.mode, ctx.series = mode, _fused.needs_series(eps)
+        ctx.save_for_backward(indptr, eids, x, t, p, param)
+        return p
+
+    @staticmethod
+    def backward(ctx, grad):
+        need_alpha = ctx.needs_input_grad[2]
+        indptr, eids, x, t, p, param = ctx.saved_tensors
+        grad_x, grad_eps = _fused.kernels().entmax_backward(
+            indptr, eids, x, t, p, grad.contiguous(), param, ctx.mode, need_alpha, need_alpha and ctx.series)
+        return None, grad_x, grad_eps if need_alpha else None, None, None
