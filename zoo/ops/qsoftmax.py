@@ -141,7 +141,7 @@ def _mode(eps, taylor_eps):
 
 
 class _FusedQSoftmax(torch.autograd.Function):
-    """q-softmax in one fused CPU kernel per direction (``zoo/ops/csrc``); saves logits, max, arg-max, output."""
+    """q-softmax in one fused CPU kernel per direction (``zoo/ops/csrc``); saves logits, max and output."""
 
     @staticmethod
     def forward(ctx, graph, x, q, taylor_eps):
@@ -149,16 +149,16 @@ class _FusedQSoftmax(torch.autograd.Function):
         indptr, eids = _fused.in_csr(graph)
         eps = _fused.param(q - 1, x)
         mode = _mode(q - 1, taylor_eps)
-        p, m, arg, total = _fused.kernels().qsoftmax_forward(indptr, eids, x, eps, mode, taylor_eps)
+        p, m, total = _fused.kernels().qsoftmax_forward(indptr, eids, x, eps, mode, taylor_eps)
         check_finite_sum(graph, total)
         ctx.mode, ctx.taylor_eps, ctx.series = mode, taylor_eps, _fused.needs_series(q - 1)
-        ctx.save_for_backward(indptr, eids, x, m, arg, p, eps)
+        ctx.save_for_backward(indptr, eids, x, p, m, eps)
         return p
 
     @staticmethod
     def backward(ctx, grad):
         need_q = ctx.needs_input_grad[2]
+        indptr, eids, x, p, m, eps = ctx.saved_tensors
         grad_x, grad_q = _fused.kernels().qsoftmax_backward(
-            *ctx.saved_tensors[:6], grad.contiguous(), ctx.saved_tensors[6], ctx.mode, ctx.taylor_eps, need_q,
-            need_q and ctx.series)
+            indptr, eids, x, p, m, grad.contiguous(), eps, ctx.mode, ctx.taylor_eps, need_q, need_q and ctx.series)
         return None, grad_x, grad_q if need_q else None, None

@@ -130,6 +130,34 @@ std::vector<int64_t> task_bounds(const int64_t* indptr, int64_t n) {
   return bounds;
 }
 
+// Rows of [E, H] arrays, gathered or scattered by edge id: prefetched AHEAD edges in advance,
+// since the edge ids of a destination's in-edges point anywhere (memory latency bounds the kernels).
+constexpr int64_t AHEAD = 16;
+
+template <typename scalar_t>
+struct Rows {
+  std::vector<const scalar_t*> reads;
+  std::vector<scalar_t*> writes;
+  int64_t H;
+  void fetch(int64_t eid) const {
+    const int64_t bytes = H * static_cast<int64_t>(sizeof(scalar_t));
+    for (const scalar_t* base : reads) {
+      const char* row = reinterpret_cast<const char*>(base + eid * H);
+      for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(row + off, 0);
+      __builtin_prefetch(row + bytes - 1, 0);
+    }
+    for (scalar_t* base : writes) {
+      const char* row = reinterpret_cast<const char*>(base + eid * H);
+      for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(row + off, 1);
+      __builtin_prefetch(row + bytes - 1, 1);
+    }
+  }
+  // Edge ``pos + AHEAD`` of the task's in-edge list (which runs to ``end``).
+  void ahead(const int64_t* eids, int64_t pos, int64_t end) const {
+    if (pos + AHEAD < end) fetch(eids[pos + AHEAD]);
+  }
+};
+
 template <typename F>
 void for_each_task(const std::vector<int64_t>& bounds, const F& body) {
   at::parallel_for(0, NUM_TASKS, 1, [&](int64_t begin, int64_t end) {
@@ -191,7 +219,7 @@ void finish_param_grad(at::Tensor& grad, const at::Tensor& partial) {
 template <typename scalar_t>
 void qsoftmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t, const at::Tensor& x_t,
                              const at::Tensor& eps_t, Mode mode, double taylor_eps, at::Tensor& p_t,
-                             at::Tensor& m_t, at::Tensor& arg_t, at::Tensor& total_t) {
+                             at::Tensor& m_t, at::Tensor& total_t) {
   using M = Math<scalar_t>;
   using Vec = typename M::Vec;
   const int64_t* indptr = indptr_t.data_ptr<int64_t>();
@@ -199,33 +227,30 @@ void qsoftmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_
   const scalar_t* x = x_t.data_ptr<scalar_t>();
   scalar_t* p = p_t.data_ptr<scalar_t>();
   scalar_t* m = m_t.data_ptr<scalar_t>();
-  int64_t* arg = arg_t.data_ptr<int64_t>();
   scalar_t* total = total_t.data_ptr<scalar_t>();
   const int64_t n_dst = indptr_t.size(0) - 1, H = x_t.size(1);
   const Param<scalar_t> eps = param_of<scalar_t>(eps_t);
   const Vec teps(static_cast<scalar_t>(taylor_eps));
+  const Rows<scalar_t> rows{{x}, {p}, H}, out_rows{{}, {p}, H};
   for_each_task(task_bounds(indptr, n_dst), [&](int64_t, int64_t v0, int64_t v1) {
     std::vector<scalar_t> buf;
     for (int64_t v = v0; v < v1; ++v) {
       const int64_t* in = eids + indptr[v];
       const int64_t k = indptr[v + 1] - indptr[v];
-      buf.resize(static_cast<size_t>(k) * M::W);
+      if (buf.size() < static_cast<size_t>(k) * M::W) buf.resize(static_cast<size_t>(k) * M::W);
       for (int64_t h0 = 0; h0 < H; h0 += M::W) {
         const int64_t n = std::min<int64_t>(M::W, H - h0);
         Vec mx(-std::numeric_limits<scalar_t>::infinity());
         for (int64_t j = 0; j < k; ++j) {
+          rows.ahead(eids, indptr[v] + j, indptr[v1]);
           Vec xv = Vec::loadu(x + in[j] * H + h0, n);
           xv.store(buf.data() + j * M::W);
           mx = at::vec::maximum(mx, xv);
         }
-        scalar_t mlane[M::W];
-        mx.store(mlane);
-        for (int64_t l = 0; l < n; ++l) {  // first in-edge at the max (as dgl.ops.copy_e_max)
-          int64_t a = -1;
-          for (int64_t j = 0; j < k && a < 0; ++j)
-            if (buf[j * M::W + l] == mlane[l]) a = in[j];
-          arg[v * H + h0 + l] = a;
-          m[v * H + h0 + l] = k ? mlane[l] : 0;
+        if (k) {
+          mx.store(m + v * H + h0, n);
+        } else {
+          Vec(0).store(m + v * H + h0, n);
         }
         Vec sum(0);
         for (int64_t j = 0; j < k; ++j) {
@@ -236,25 +261,50 @@ void qsoftmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_
           sum = sum + e;
         }
         sum.store(total + v * H + h0, n);
-        for (int64_t j = 0; j < k; ++j) (Vec::loadu(buf.data() + j * M::W) / sum).store(p + in[j] * H + h0, n);
+        for (int64_t j = 0; j < k; ++j) {
+          out_rows.ahead(in, j, k);
+          const Vec pv = Vec::loadu(buf.data() + j * M::W) / sum;
+          pv.store(p + in[j] * H + h0, n);
+        }
       }
     }
   });
 }
 
+// d log e / dx (returned) and, if need, d log e / d eps (into dq) at d = x - m, per mode (_log_grads_).
+template <typename scalar_t>
+Vectorized<scalar_t> q_log_grads(Vectorized<scalar_t> d, Vectorized<scalar_t> ev, Mode mode,
+                                 Vectorized<scalar_t> teps, bool need, bool series, Vectorized<scalar_t>& dq) {
+  using M = Math<scalar_t>;
+  using Vec = Vectorized<scalar_t>;
+  dq = Vec(0);
+  if (mode == SOFTMAX) return Vec(1);
+  if (mode == TAYLOR) return M::taylor_grads(d, ev, dq);
+  if (mode == MIXED) {
+    Vec tq, small = ev.abs() < teps;
+    Vec tx = M::taylor_grads(d, ev, tq);
+    Vec dx = Vec::blendv(M::log_grads(d, ev, need, series, dq), tx, small);
+    dq = Vec::blendv(dq, tq, small);
+    return dx;
+  }
+  return M::log_grads(d, ev, need, series, dq);
+}
+
+// Backward of q-softmax per destination: grad, logits and output rows gathered once into a
+// local buffer; r = (g - sum g p) p, grad x = r dx, plus the max's gradient -sum r dx on the
+// first in-edge at the max (as dgl.ops.copy_e_max's backward); a shared q's gradient summed per task.
 template <typename scalar_t>
 void qsoftmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t, const at::Tensor& x_t,
-                              const at::Tensor& m_t, const at::Tensor& arg_t, const at::Tensor& p_t,
-                              const at::Tensor& g_t, const at::Tensor& eps_t, Mode mode, double taylor_eps,
-                              bool need_q, bool series, at::Tensor& gx_t, at::Tensor& gq_t, at::Tensor& part_t) {
+                              const at::Tensor& p_t, const at::Tensor& m_t, const at::Tensor& g_t,
+                              const at::Tensor& eps_t, Mode mode, double taylor_eps, bool need_q, bool series,
+                              at::Tensor& gx_t, at::Tensor& gq_t, at::Tensor& part_t) {
   using M = Math<scalar_t>;
   using Vec = typename M::Vec;
   const int64_t* indptr = indptr_t.data_ptr<int64_t>();
   const int64_t* eids = eids_t.data_ptr<int64_t>();
   const scalar_t* x = x_t.data_ptr<scalar_t>();
-  const scalar_t* m = m_t.data_ptr<scalar_t>();
-  const int64_t* arg = arg_t.data_ptr<int64_t>();
   const scalar_t* p = p_t.data_ptr<scalar_t>();
+  const scalar_t* m = m_t.data_ptr<scalar_t>();
   const scalar_t* g = g_t.data_ptr<scalar_t>();
   scalar_t* gx = gx_t.data_ptr<scalar_t>();
   const int64_t n_dst = indptr_t.size(0) - 1, H = x_t.size(1);
@@ -263,49 +313,54 @@ void qsoftmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids
                                need_q ? part_t.data_ptr<scalar_t>() : nullptr, eps_t.size(0), eps_t.size(1)};
   const Vec teps(static_cast<scalar_t>(taylor_eps));
   const Vec dlow(-std::pow(std::numeric_limits<scalar_t>::max(), static_cast<scalar_t>(0.25)));
+  const Rows<scalar_t> rows{{x, p, g}, {gx}, H}, out_rows{{}, {gx}, H};
   for_each_task(task_bounds(indptr, n_dst), [&](int64_t task, int64_t v0, int64_t v1) {
     std::vector<scalar_t> buf;
     for (int64_t v = v0; v < v1; ++v) {
       const int64_t* in = eids + indptr[v];
       const int64_t k = indptr[v + 1] - indptr[v];
       if (k == 0) continue;
-      buf.resize(static_cast<size_t>(k) * 2 * M::W);
+      if (buf.size() < static_cast<size_t>(k) * 3 * M::W) buf.resize(static_cast<size_t>(k) * 3 * M::W);
+      auto slot = [&](int64_t j, int which) { return buf.data() + (3 * j + which) * M::W; };  // g, p, x
       for (int64_t h0 = 0; h0 < H; h0 += M::W) {
         const int64_t n = std::min<int64_t>(M::W, H - h0);
         Vec gp(0);
         for (int64_t j = 0; j < k; ++j) {
-          Vec gv = Vec::loadu(g + in[j] * H + h0, n), pv = Vec::loadu(p + in[j] * H + h0, n);
-          gv.store(buf.data() + 2 * j * M::W);
-          pv.store(buf.data() + (2 * j + 1) * M::W);
+          rows.ahead(eids, indptr[v] + j, indptr[v1]);
+          const int64_t at = in[j] * H + h0;
+          const Vec gv = Vec::loadu(g + at, n), pv = Vec::loadu(p + at, n);
+          gv.store(slot(j, 0));
+          pv.store(slot(j, 1));
+          Vec::loadu(x + at, n).store(slot(j, 2));
           gp = gp + gv * pv;
         }
         const Vec mv = Vec::loadu(m + v * H + h0, n);
         Vec gm(0);
         for (int64_t j = 0; j < k; ++j) {
-          const Vec pv = Vec::loadu(buf.data() + (2 * j + 1) * M::W);
-          Vec r = (Vec::loadu(buf.data() + 2 * j * M::W) - gp) * pv;  // d loss / d log e
-          Vec d = at::vec::clamp_min(Vec::loadu(x + in[j] * H + h0, n) - mv, dlow);  // -inf: weight 0
-          Vec ev = eps.at(in[j], h0, n), dq(0), dx(1);
-          if (mode == TAYLOR) {
-            dx = M::taylor_grads(d, ev, dq);
-          } else if (mode == MIXED) {
-            Vec tq, small = ev.abs() < teps;
-            Vec tx = M::taylor_grads(d, ev, tq);
-            dx = Vec::blendv(M::log_grads(d, ev, need_q, series, dq), tx, small);
-            dq = Vec::blendv(dq, tq, small);
-          } else if (mode != SOFTMAX) {
-            dx = M::log_grads(d, ev, need_q, series, dq);
-          }
+          Vec r = (Vec::loadu(slot(j, 0)) - gp) * Vec::loadu(slot(j, 1));  // d loss / d log e
+          const Vec d = at::vec::clamp_min(Vec::loadu(slot(j, 2)) - mv, dlow);  // -inf: weight 0
+          const Vec ev = eps.at(in[j], h0, n);
+          Vec dq;
+          const Vec dx = q_log_grads<scalar_t>(d, ev, mode, teps, need_q, series, dq);
           if (need_q && mode != SOFTMAX) gq.add(task, in[j], h0, n, dq * r);
           r = r * dx;
-          gm = gm + r;
-          r.store(gx + in[j] * H + h0, n);
+          gm = gm - r;
+          r.store(slot(j, 0));
         }
-        scalar_t lanes[M::W];
-        gm.store(lanes);
-        for (int64_t l = 0; l < n; ++l) {  // the max's gradient goes to its arg-max edge
-          const int64_t a = arg[v * H + h0 + l];
-          if (a >= 0) gx[a * H + h0 + l] -= lanes[l];
+        scalar_t gml[M::W], ml[M::W];
+        gm.store(gml);
+        mv.store(ml);
+        for (int64_t l = 0; l < n; ++l) {  // the max's gradient: first in-edge at the max
+          for (int64_t j = 0; j < k; ++j) {
+            if (slot(j, 2)[l] == ml[l]) {
+              slot(j, 0)[l] += gml[l];
+              break;
+            }
+          }
+        }
+        for (int64_t j = 0; j < k; ++j) {
+          out_rows.ahead(in, j, k);
+          Vec::loadu(slot(j, 0)).store(gx + in[j] * H + h0, n);
         }
       }
     }
@@ -353,6 +408,7 @@ void entmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t,
   const Param<scalar_t> eps = param_of<scalar_t>(eps_t);
   const scalar_t prec = std::numeric_limits<scalar_t>::epsilon();
   const scalar_t prec23 = std::pow(prec, static_cast<scalar_t>(2.0 / 3.0));
+  const Rows<scalar_t> rows{{x}, {p}, H}, out_rows{{}, {p}, H};
   for_each_task(task_bounds(indptr, n_dst), [&](int64_t task, int64_t v0, int64_t v1) {
     std::vector<scalar_t> buf;
     for (int64_t v = v0; v < v1; ++v) {
@@ -362,12 +418,13 @@ void entmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t,
         for (int64_t h = 0; h < H; ++h) tt[v * H + h] = total[v * H + h] = 0;
         continue;
       }
-      buf.resize(static_cast<size_t>(k) * M::W);
+      if (buf.size() < static_cast<size_t>(k) * M::W) buf.resize(static_cast<size_t>(k) * M::W);
       scalar_t* b = buf.data();
       for (int64_t h0 = 0; h0 < H; h0 += M::W) {
         const int64_t n = std::min<int64_t>(M::W, H - h0);
         Vec lo(-std::numeric_limits<scalar_t>::infinity());
         for (int64_t j = 0; j < k; ++j) {
+          rows.ahead(eids, indptr[v] + j, indptr[v1]);
           Vec xv = Vec::loadu(x + in[j] * H + h0, n);
           xv.store(b + j * M::W);
           lo = at::vec::maximum(lo, xv);
@@ -433,7 +490,11 @@ void entmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t,
         }
         t.store(tt + v * H + h0, n);
         sum.store(total + v * H + h0, n);
-        for (int64_t j = 0; j < k; ++j) (Vec::loadu(b + j * M::W) / sum).store(p + in[j] * H + h0, n);
+        for (int64_t j = 0; j < k; ++j) {
+          out_rows.ahead(in, j, k);
+          const Vec pv = Vec::loadu(b + j * M::W) / sum;
+          pv.store(p + in[j] * H + h0, n);
+        }
       }
     }
   });
@@ -458,20 +519,23 @@ void entmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t
   const ParamGrad<scalar_t> ga{need_alpha ? ga_t.data_ptr<scalar_t>() : nullptr,
                                need_alpha ? part_t.data_ptr<scalar_t>() : nullptr, 1, eps_t.size(1)};
   constexpr int S = 0, G = 1, P = 2, D = 3, NB = 4;  // buffer slots per edge: s, g, p, dlog
+  const Rows<scalar_t> rows{{x, p, g}, {gx}, H}, out_rows{{}, {gx}, H};
   for_each_task(task_bounds(indptr, n_dst), [&](int64_t task, int64_t v0, int64_t v1) {
     std::vector<scalar_t> buf;
     for (int64_t v = v0; v < v1; ++v) {
       const int64_t* in = eids + indptr[v];
       const int64_t k = indptr[v + 1] - indptr[v];
       if (k == 0) continue;
-      buf.resize(static_cast<size_t>(k) * NB * M::W);
+      if (buf.size() < static_cast<size_t>(k) * NB * M::W) buf.resize(static_cast<size_t>(k) * NB * M::W);
       auto slot = [&](int64_t j, int which) { return buf.data() + (j * NB + which) * M::W; };
       for (int64_t h0 = 0; h0 < H; h0 += M::W) {
         const int64_t n = std::min<int64_t>(M::W, H - h0);
         const Vec ev = eps.at(0, h0, n), tv = Vec::loadu(tt + v * H + h0, n);
         Vec sg(0), ss(0);
         for (int64_t j = 0; j < k; ++j) {
-          const Vec pv = Vec::loadu(p + in[j] * H + h0, n), gv = Vec::loadu(g + in[j] * H + h0, n);
+          rows.ahead(eids, indptr[v] + j, indptr[v1]);
+          const int64_t at = in[j] * H + h0;
+          const Vec pv = Vec::loadu(p + at, n), gv = Vec::loadu(g + at, n);
           Vec s, dlog(0);
           if (mode == SOFTMAX) {
             s = pv;
@@ -480,7 +544,7 @@ void entmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t
           } else if (mode == SQUARE) {
             s = pv.sqrt();
           } else {
-            s = M::log_grads(Vec::loadu(x + in[j] * H + h0, n) - tv, ev, need_alpha, series, dlog) * pv;
+            s = M::log_grads(Vec::loadu(x + at, n) - tv, ev, need_alpha, series, dlog) * pv;
           }
           s.store(slot(j, S));
           gv.store(slot(j, G));
@@ -492,6 +556,7 @@ void entmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t
         const Vec gbar = sg / ss;
         Vec acc(0);
         for (int64_t j = 0; j < k; ++j) {
+          out_rows.ahead(in, j, k);
           const Vec r = Vec::loadu(slot(j, G)) - gbar;
           (Vec::loadu(slot(j, S)) * r).store(gx + in[j] * H + h0, n);
           if (need_alpha) acc = acc + Vec::loadu(slot(j, D)) * (r * Vec::loadu(slot(j, P)));
@@ -510,31 +575,30 @@ void check_inputs(const at::Tensor& indptr, const at::Tensor& eids, const at::Te
   TORCH_CHECK(x.dim() == 2 && x.device().is_cpu(), "x must be a [E, H] CPU tensor");
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> qsoftmax_forward(
-    const at::Tensor& indptr, const at::Tensor& eids, const at::Tensor& x, const at::Tensor& eps, int64_t mode,
-    double taylor_eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> qsoftmax_forward(const at::Tensor& indptr, const at::Tensor& eids,
+                                                                 const at::Tensor& x, const at::Tensor& eps,
+                                                                 int64_t mode, double taylor_eps) {
   check_inputs(indptr, eids, x);
   const int64_t n = indptr.size(0) - 1, H = x.size(1);
   at::Tensor p = at::empty_like(x), m = at::empty({n, H}, x.options()), total = at::empty({n, H}, x.options());
-  at::Tensor arg = at::empty({n, H}, x.options().dtype(at::kLong));
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qsoftmax_forward", [&] {
     qsoftmax_forward_kernel<scalar_t>(indptr, eids, x, eps.contiguous(), static_cast<Mode>(mode), taylor_eps, p, m,
-                                      arg, total);
+                                      total);
   });
-  return {p, m, arg, total};
+  return {p, m, total};
 }
 
 std::tuple<at::Tensor, at::Tensor> qsoftmax_backward(const at::Tensor& indptr, const at::Tensor& eids,
-                                                     const at::Tensor& x, const at::Tensor& m, const at::Tensor& arg,
-                                                     const at::Tensor& p, const at::Tensor& grad, const at::Tensor& eps,
-                                                     int64_t mode, double taylor_eps, bool need_q, bool series) {
+                                                     const at::Tensor& x, const at::Tensor& p, const at::Tensor& m,
+                                                     const at::Tensor& grad, const at::Tensor& eps, int64_t mode,
+                                                     double taylor_eps, bool need_q, bool series) {
   check_inputs(indptr, eids, x);
   at::Tensor gx = at::empty_like(x), e = eps.contiguous();
   at::Tensor gq = need_q ? at::zeros_like(e) : at::Tensor();
   at::Tensor part = at::zeros({NUM_TASKS, e.size(1)}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qsoftmax_backward", [&] {
-    qsoftmax_backward_kernel<scalar_t>(indptr, eids, x, m, arg, p, grad.contiguous(), e, static_cast<Mode>(mode),
-                                       taylor_eps, need_q, series, gx, gq, part);
+    qsoftmax_backward_kernel<scalar_t>(indptr, eids, x, p.contiguous(), m, grad.contiguous(), e,
+                                       static_cast<Mode>(mode), taylor_eps, need_q, series, gx, gq, part);
     if (need_q) finish_param_grad<scalar_t>(gq, part);
   });
   return {gx, need_q ? gq : at::empty({0}, x.options())};
@@ -575,9 +639,9 @@ std::tuple<at::Tensor, at::Tensor> entmax_backward(const at::Tensor& indptr, con
 
 TORCH_LIBRARY(zoo_edge_normalisers, lib) {
   lib.def("qsoftmax_forward(Tensor indptr, Tensor eids, Tensor x, Tensor eps, int mode, float taylor_eps)"
-          " -> (Tensor, Tensor, Tensor, Tensor)", &qsoftmax_forward);
-  lib.def("qsoftmax_backward(Tensor indptr, Tensor eids, Tensor x, Tensor m, Tensor arg, Tensor p, Tensor grad,"
-          " Tensor eps, int mode, float taylor_eps, bool need_q, bool series) -> (Tensor, Tensor)", &qsoftmax_backward);
+          " -> (Tensor, Tensor, Tensor)", &qsoftmax_forward);
+  lib.def("qsoftmax_backward(Tensor indptr, Tensor eids, Tensor x, Tensor p, Tensor m, Tensor grad, Tensor eps,"
+          " int mode, float taylor_eps, bool need_q, bool series) -> (Tensor, Tensor)", &qsoftmax_backward);
   lib.def("entmax_forward(Tensor indptr, Tensor eids, Tensor x, Tensor eps, int mode, int n_bisect, int max_iter)"
           " -> (Tensor, Tensor, Tensor, bool)", &entmax_forward);
   lib.def("entmax_backward(Tensor indptr, Tensor eids, Tensor x, Tensor t, Tensor p, Tensor grad, Tensor eps,"
