@@ -158,9 +158,12 @@ struct Rows {
   }
 };
 
+// Runs body(task, first destination, end) for every task, in parallel unless the graph is small
+// (fewer than ATen's GRAIN_SIZE scores: a parallel region would cost more than it saves).
 template <typename F>
-void for_each_task(const std::vector<int64_t>& bounds, const F& body) {
-  at::parallel_for(0, NUM_TASKS, 1, [&](int64_t begin, int64_t end) {
+void for_each_task(const std::vector<int64_t>& bounds, int64_t scores, const F& body) {
+  const int64_t grain = scores < at::internal::GRAIN_SIZE ? NUM_TASKS : 1;
+  at::parallel_for(0, NUM_TASKS, grain, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) body(task, bounds[task], bounds[task + 1]);
   });
 }
@@ -232,7 +235,7 @@ void qsoftmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_
   const Param<scalar_t> eps = param_of<scalar_t>(eps_t);
   const Vec teps(static_cast<scalar_t>(taylor_eps));
   const Rows<scalar_t> rows{{x}, {p}, H}, out_rows{{}, {p}, H};
-  for_each_task(task_bounds(indptr, n_dst), [&](int64_t, int64_t v0, int64_t v1) {
+  for_each_task(task_bounds(indptr, n_dst), x_t.numel(), [&](int64_t, int64_t v0, int64_t v1) {
     std::vector<scalar_t> buf;
     for (int64_t v = v0; v < v1; ++v) {
       const int64_t* in = eids + indptr[v];
@@ -314,7 +317,7 @@ void qsoftmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids
   const Vec teps(static_cast<scalar_t>(taylor_eps));
   const Vec dlow(-std::pow(std::numeric_limits<scalar_t>::max(), static_cast<scalar_t>(0.25)));
   const Rows<scalar_t> rows{{x, p, g}, {gx}, H}, out_rows{{}, {gx}, H};
-  for_each_task(task_bounds(indptr, n_dst), [&](int64_t task, int64_t v0, int64_t v1) {
+  for_each_task(task_bounds(indptr, n_dst), x_t.numel(), [&](int64_t task, int64_t v0, int64_t v1) {
     std::vector<scalar_t> buf;
     for (int64_t v = v0; v < v1; ++v) {
       const int64_t* in = eids + indptr[v];
@@ -409,7 +412,7 @@ void entmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t,
   const scalar_t prec = std::numeric_limits<scalar_t>::epsilon();
   const scalar_t prec23 = std::pow(prec, static_cast<scalar_t>(2.0 / 3.0));
   const Rows<scalar_t> rows{{x}, {p}, H}, out_rows{{}, {p}, H};
-  for_each_task(task_bounds(indptr, n_dst), [&](int64_t task, int64_t v0, int64_t v1) {
+  for_each_task(task_bounds(indptr, n_dst), x_t.numel(), [&](int64_t task, int64_t v0, int64_t v1) {
     std::vector<scalar_t> buf;
     for (int64_t v = v0; v < v1; ++v) {
       const int64_t* in = eids + indptr[v];
@@ -520,7 +523,7 @@ void entmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t
                                need_alpha ? part_t.data_ptr<scalar_t>() : nullptr, 1, eps_t.size(1)};
   constexpr int S = 0, G = 1, P = 2, D = 3, NB = 4;  // buffer slots per edge: s, g, p, dlog
   const Rows<scalar_t> rows{{x, p, g}, {gx}, H}, out_rows{{}, {gx}, H};
-  for_each_task(task_bounds(indptr, n_dst), [&](int64_t task, int64_t v0, int64_t v1) {
+  for_each_task(task_bounds(indptr, n_dst), x_t.numel(), [&](int64_t task, int64_t v0, int64_t v1) {
     std::vector<scalar_t> buf;
     for (int64_t v = v0; v < v1; ++v) {
       const int64_t* in = eids + indptr[v];
