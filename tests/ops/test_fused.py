@@ -140,6 +140,13 @@ def test_blocks():
     assert_paths_agree(edge_entmax, block, z, torch.tensor([1.2, 1.5, 3.0], dtype=z.dtype))
 
 
+def test_int32_graphs():
+    graph = power_law_graph(seed=9).int()
+    z = logits_for(graph, torch.float64)
+    assert_paths_agree(edge_qsoftmax, graph, z, torch.tensor([0.6, 1.3, 1.9], dtype=z.dtype))
+    assert_paths_agree(edge_entmax, graph, z, torch.tensor([1.2, 1.5, 2.0], dtype=z.dtype))
+
+
 @pytest.mark.parametrize("op, param", [(edge_qsoftmax, torch.tensor([0.6, 1 + 5e-5, 1.9])),
                                        (edge_qsoftmax, "edge"), (edge_entmax, torch.tensor([1.2, 1.5, 3.0]))])
 def test_thread_counts_agree(op, param):

@@ -22,7 +22,9 @@ def edge_entmax(graph, logits, alpha, *, n_bisect=4, max_iter=50):
     which equals ``entmax.entmax_bisect(z, alpha)`` on each neighbourhood. alpha = 1 is
     softmax exactly, alpha = 2 is sparsemax; alpha > 1 gives exact zeros.
 
-    Threshold, for all destinations at once on DGL's sparse primitives: ``n_bisect`` bisection
+    Threshold, per destination and head in a fused kernel on CPU float32/float64 (see
+    ``zoo/ops/_fused.py``), else for all destinations at once on DGL's sparse primitives (the
+    convergence tests below then apply to all destinations together): ``n_bisect`` bisection
     steps on ``[max z, max z + (1 - deg^-eps) / eps]``, then Newton steps from the lower end.
     For alpha <= 2 the sum is convex in ``t``, so Newton increases monotonically to the root;
     for alpha = 2 each step is the closed-form sparsemax threshold of the current support.

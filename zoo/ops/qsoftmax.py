@@ -31,7 +31,9 @@ def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
     Gradients flow to ``logits`` and to ``q`` if it is a tensor requiring grad. For q != 1
     the result is not shift invariant, so the max shift is part of the function and its
     gradient flows (through ``dgl.ops.copy_e_max``, to one arg-max edge on ties): the
-    gradient is the exact derivative of the function computed.
+    gradient is the exact derivative of the function computed. On CPU float32/float64 both
+    directions run as one fused kernel each (``zoo/ops/_fused.py``; same function, the max's
+    gradient to the same edge); elsewhere on DGL's sparse primitives.
 
     Raises ``ZooOpError`` (a ``ValueError``) for a shape that does not fit the graph, a q
     outside the domain, or NaN/+inf logits (naming the destination nodes).
