@@ -1,11 +1,12 @@
 """The fused CPU kernels of ``edge_qsoftmax`` and ``edge_entmax`` (``csrc/edge_normalisers.cpp``).
 
-Compiled on first use with ``torch.utils.cpp_extension.load`` (g++ and ninja; about a minute,
-once per machine: the build lives under ``$ZOO_CACHE/torch_extensions`` if ``ZOO_CACHE`` is set,
-else in torch's default ``~/.cache/torch_extensions``; torch's lock file makes concurrent first
-builds wait for one another). Where no compiler is found or the build fails, the ops keep their
-pure-torch path and one warning says how to get the fused one. ``ZOO_FUSED_OPS=0`` or
-:func:`disabled` selects the pure-torch path on purpose.
+Compiled on first use with ``torch.utils.cpp_extension.load`` (g++ and ninja; 15-60 s, once per
+machine and source: the build lives in torch's extensions folder, ``$TORCH_EXTENSIONS_DIR`` or
+``~/.cache/torch_extensions``, named by a hash of the source and flags, so that checkouts with
+different sources never share one and processes with different ``$ZOO_CACHE`` (tests, workers)
+reuse it; torch's lock file makes concurrent first builds wait for one another). Where no
+compiler is found or the build fails, the ops keep their pure-torch path and one warning says how
+to get the fused one. ``ZOO_FUSED_OPS=0`` or :func:`disabled` selects the pure-torch path on purpose.
 
 Example::
 
@@ -16,6 +17,7 @@ Example::
     False
 """
 import contextlib
+import hashlib
 import os
 import shutil
 import threading
@@ -71,13 +73,9 @@ def _build():
     # ATen's Vectorized uses AVX2 (and its SLEEF exp / log1p) only when compiled for it.
     avx2 = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
     flags = ["-O3", "-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"] if avx2 else ["-O3"]
-    name = "zoo_edge_normalisers_" + ("avx2" if avx2 else "default")
-    build_dir = None
-    if os.environ.get("ZOO_CACHE"):
-        build_dir = Path(os.environ["ZOO_CACHE"]) / "torch_extensions" / name
-        build_dir.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(flags).encode()).hexdigest()[:12]
     try:
-        cpp_extension.load(name, [str(SOURCE)], extra_cflags=flags, build_directory=build_dir and str(build_dir),
+        cpp_extension.load(f"zoo_edge_normalisers_{digest}", [str(SOURCE)], extra_cflags=flags,
                            is_python_module=False, verbose=False)
     except Exception as error:  # noqa: BLE001 - any build failure leaves the pure-torch path
         last = (str(error).strip().splitlines() or [type(error).__name__])[-1]

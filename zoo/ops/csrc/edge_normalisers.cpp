@@ -30,14 +30,16 @@ struct Math {
   using Vec = Vectorized<scalar_t>;
   static constexpr int W = Vec::size();
 
-  static scalar_t exp_low() { return std::log(std::numeric_limits<scalar_t>::min()) + 2; }
+  static scalar_t exp_low() {  // EXP_LOW of zoo/ops/_common.py
+    static const scalar_t low = std::log(std::numeric_limits<scalar_t>::min()) + 2;
+    return low;
+  }
 
   // exp with results below ~7.4 tiny flushed to exactly 0 (exp_flush_); NaN propagates.
   static Vec exp_flush(Vec y) {
-    const scalar_t low = exp_low();
-    const Vec cut(std::exp(low) * static_cast<scalar_t>(1.01));
-    Vec e = at::vec::clamp_min(y, Vec(low)).exp();
-    return Vec::blendv(e, Vec(0), e <= cut);
+    static const scalar_t cut = std::exp(exp_low()) * static_cast<scalar_t>(1.01);
+    Vec e = at::vec::clamp_min(y, Vec(exp_low())).exp();
+    return Vec::blendv(e, Vec(0), e <= Vec(cut));
   }
 
   // exp_eps(d) = [1 + eps d]_+^(1/eps) for eps != 0 (expq_); RELU / SQUARE: float eps 1 / 0.5.
