@@ -7,6 +7,8 @@ from dgl.nn.functional import edge_softmax
 from tests.ops.graphs import make_graph, per_node
 from zoo.ops import ZooOpError, edge_entmax
 
+pytestmark = pytest.mark.usefixtures("op_path")  # fused kernels and pure torch alike
+
 entmax = pytest.importorskip("entmax")
 
 

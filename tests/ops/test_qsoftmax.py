@@ -7,6 +7,8 @@ from dgl.nn.functional import edge_softmax
 from tests.ops.graphs import make_graph
 from zoo.ops import ZooOpError, edge_qsoftmax
 
+pytestmark = pytest.mark.usefixtures("op_path")  # fused kernels and pure torch alike
+
 H = 3
 
 

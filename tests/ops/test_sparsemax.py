@@ -6,6 +6,8 @@ import torch
 from tests.ops.graphs import make_graph, per_node
 from zoo.ops import ZooOpError, edge_sparsemax
 
+pytestmark = pytest.mark.usefixtures("op_path")  # fused kernels and pure torch alike
+
 entmax = pytest.importorskip("entmax")
 
 

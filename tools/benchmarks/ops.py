@@ -25,7 +25,7 @@ import dgl
 import torch
 from dgl.nn.functional import edge_softmax
 
-from zoo.ops import edge_entmax, edge_qsoftmax, edge_sparsemax
+from zoo.ops import _fused, edge_entmax, edge_qsoftmax, edge_sparsemax
 
 OPS = ("edge_softmax", "edge_qsoftmax", "edge_entmax", "edge_sparsemax")
 PEER = "padded_entmax_bisect"
@@ -160,6 +160,9 @@ def run(edges=(10**4, 10**5, 10**6), heads=8, repeats=5, memory_fraction=0.5):
     print(f"zoo.ops benchmark: power-law in-degrees (P(k) ~ k^-2.5, mean 8), float32 logits, {heads} heads;"
           f" torch {torch.__version__} ({torch.get_num_threads()} threads), dgl {dgl.__version__};"
           f" load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    path = ("fused CPU kernels (zoo/ops/csrc)" if _fused.usable(torch.zeros(1, heads))
+            else "pure torch on DGL's sparse primitives")
+    print(f"edge_qsoftmax, edge_entmax and edge_sparsemax run as: {path}")
     print(f"q, alpha: learned per-head tensors at 1.5 (their gradients included). Times: medians of "
           f"{repeats} interleaved rounds after a warm-up, one process per size, glibc {env}")
     print(f"peak: resident-set high-water mark of one fwd+bwd above the resident set before it, one "

@@ -1,8 +1,11 @@
 """``edge_entmax``: alpha-entmax over the incoming edges of each destination node."""
 
+import warnings
+
 import dgl.ops as F
 import torch
 
+from . import _fused
 from ._common import (check_finite_sum, check_param, edge_param, edge_scores, entmax_terms_, entmax_threshold,
                       exp_flush_, expq_log_grads_, reduce_to)
 
@@ -19,7 +22,9 @@ def edge_entmax(graph, logits, alpha, *, n_bisect=4, max_iter=50):
     which equals ``entmax.entmax_bisect(z, alpha)`` on each neighbourhood. alpha = 1 is
     softmax exactly, alpha = 2 is sparsemax; alpha > 1 gives exact zeros.
 
-    Threshold, for all destinations at once on DGL's sparse primitives: ``n_bisect`` bisection
+    Threshold, per destination and head in a fused kernel on CPU float32/float64 (see
+    ``zoo/ops/_fused.py``), else for all destinations at once on DGL's sparse primitives (the
+    convergence tests below then apply to all destinations together): ``n_bisect`` bisection
     steps on ``[max z, max z + (1 - deg^-eps) / eps]``, then Newton steps from the lower end.
     For alpha <= 2 the sum is convex in ``t``, so Newton increases monotonically to the root;
     for alpha = 2 each step is the closed-form sparsemax threshold of the current support.
@@ -54,6 +59,8 @@ def edge_entmax(graph, logits, alpha, *, n_bisect=4, max_iter=50):
     check_param(alpha, "alpha", 1.0, low_ok=True)
     if x.numel() == 0:
         return logits.clone()
+    if _fused.usable(x):
+        return _FusedEntmax.apply(graph, x, alpha, int(n_bisect), int(max_iter)).reshape(shape)
     return _Entmax.apply(graph, x, alpha, int(n_bisect), int(max_iter)).reshape(shape)
 
 
@@ -113,3 +120,32 @@ class _Entmax(torch.autograd.Function):
         grad_x = s.mul_(r) if s is not p else r * s
         grad_alpha = None if dlog is None else reduce_to(dlog.mul_(r.mul_(p)), eps)
         return None, grad_x, grad_alpha, None, None
+
+
+class _FusedEntmax(torch.autograd.Function):
+    """alpha-entmax in one fused CPU kernel per direction (``zoo/ops/csrc``); saves logits, threshold, output."""
+
+    @staticmethod
+    def forward(ctx, graph, x, alpha, n_bisect, max_iter):
+        x = x.contiguous()
+        eps = alpha - 1
+        if torch.is_tensor(eps):
+            eps = eps.clamp(min=EPS_FLOOR)
+        mode = _fused.GENERAL if torch.is_tensor(eps) else _fused.float_mode(eps)
+        indptr, eids = _fused.in_csr(graph)
+        param = _fused.param(eps, x)
+        p, t, total, stuck = _fused.kernels().entmax_forward(indptr, eids, x, param, mode, n_bisect, max_iter)
+        check_finite_sum(graph, total)
+        if stuck:
+            warnings.warn(f"edge_entmax: threshold not converged in max_iter={max_iter} Newton steps", RuntimeWarning)
+        ctx.mode, ctx.series = mode, _fused.needs_series(eps)
+        ctx.save_for_backward(indptr, eids, x, t, p, param)
+        return p
+
+    @staticmethod
+    def backward(ctx, grad):
+        need_alpha = ctx.needs_input_grad[2]
+        indptr, eids, x, t, p, param = ctx.saved_tensors
+        grad_x, grad_eps = _fused.kernels().entmax_backward(
+            indptr, eids, x, t, p, grad.contiguous(), param, ctx.mode, need_alpha, need_alpha and ctx.series)
+        return None, grad_x, grad_eps if need_alpha else None, None, None

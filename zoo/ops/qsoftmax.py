@@ -2,6 +2,7 @@
 import dgl.ops as F
 import torch
 
+from . import _fused
 from ._common import (EXP_LOW, check_finite_sum, check_param, edge_param, edge_scores, exp_flush_, expq_,
                       expq_log_grads_, reduce_to)
 
@@ -30,7 +31,9 @@ def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
     Gradients flow to ``logits`` and to ``q`` if it is a tensor requiring grad. For q != 1
     the result is not shift invariant, so the max shift is part of the function and its
     gradient flows (through ``dgl.ops.copy_e_max``, to one arg-max edge on ties): the
-    gradient is the exact derivative of the function computed.
+    gradient is the exact derivative of the function computed. On CPU float32/float64 both
+    directions run as one fused kernel each (``zoo/ops/_fused.py``; same function, the max's
+    gradient to the same edge); elsewhere on DGL's sparse primitives.
 
     Raises ``ZooOpError`` (a ``ValueError``) for a shape that does not fit the graph, a q
     outside the domain, or NaN/+inf logits (naming the destination nodes).
@@ -48,6 +51,8 @@ def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
     check_param(q, "q", 0.0, low_ok=False)
     if x.numel() == 0:  # DGL's max backward fails on a graph without edges
         return logits.clone()
+    if _fused.usable(x):
+        return _FusedQSoftmax.apply(graph, x, q, float(taylor_eps)).reshape(shape)
     m = F.copy_e_max(graph, x)
     return _QSoftmax.apply(graph, x, m, q, float(taylor_eps)).reshape(shape)
 
@@ -127,3 +132,35 @@ class _QSoftmax(torch.autograd.Function):
             r.mul_(dx)
         grad_m = F.copy_e_sum(graph, r).neg_() if ctx.needs_input_grad[2] else None
         return None, r, grad_m, grad_q, None
+
+
+def _mode(eps, taylor_eps):
+    """The fused kernel's mode for ``eps = q - 1`` (the branches ``_exp_q_`` takes)."""
+    taylor = _taylor(eps, taylor_eps)
+    if not torch.is_tensor(eps):
+        return (_fused.SOFTMAX if eps == 0 else _fused.TAYLOR) if taylor else _fused.float_mode(eps)
+    return _fused.TAYLOR if taylor.all() else _fused.MIXED if taylor.any() else _fused.GENERAL
+
+
+class _FusedQSoftmax(torch.autograd.Function):
+    """q-softmax in one fused CPU kernel per direction (``zoo/ops/csrc``); saves logits, max and output."""
+
+    @staticmethod
+    def forward(ctx, graph, x, q, taylor_eps):
+        x = x.contiguous()
+        indptr, eids = _fused.in_csr(graph)
+        eps = _fused.param(q - 1, x)
+        mode = _mode(q - 1, taylor_eps)
+        p, m, total = _fused.kernels().qsoftmax_forward(indptr, eids, x, eps, mode, taylor_eps)
+        check_finite_sum(graph, total)
+        ctx.mode, ctx.taylor_eps, ctx.series = mode, taylor_eps, _fused.needs_series(q - 1)
+        ctx.save_for_backward(indptr, eids, x, p, m, eps)
+        return p
+
+    @staticmethod
+    def backward(ctx, grad):
+        need_q = ctx.needs_input_grad[2]
+        indptr, eids, x, p, m, eps = ctx.saved_tensors
+        grad_x, grad_q = _fused.kernels().qsoftmax_backward(
+            indptr, eids, x, p, m, grad.contiguous(), eps, ctx.mode, ctx.taylor_eps, need_q, need_q and ctx.series)
+        return None, grad_x, grad_q if need_q else None, None

@@ -1,0 +1,108 @@
+"""The fused CPU kernels of ``edge_qsoftmax`` and ``edge_entmax`` (``csrc/edge_normalisers.cpp``).
+
+Compiled on first use with ``torch.utils.cpp_extension.load`` (g++ and ninja; 15-60 s, once per
+machine and source: the build lives in torch's extensions folder, ``$TORCH_EXTENSIONS_DIR`` or
+``~/.cache/torch_extensions``, named by a hash of the source and flags, so that checkouts with
+different sources never share one and processes with different ``$ZOO_CACHE`` (tests, workers)
+reuse it; torch's lock file makes concurrent first builds wait for one another). Where no
+compiler is found or the build fails, the ops keep their pure-torch path and one warning says how
+to get the fused one. ``ZOO_FUSED_OPS=0`` or :func:`disabled` selects the pure-torch path on purpose.
+
+Example::
+
+    >>> import torch
+    >>> from zoo.ops import _fused
+    >>> with _fused.disabled():
+    ...     _fused.usable(torch.zeros(2, 1))
+    False
+"""
+import contextlib
+import hashlib
+import os
+import shutil
+import threading
+import warnings
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).with_name("csrc") / "edge_normalisers.cpp"
+# Kernel modes, as in the C++ enum Mode.
+SOFTMAX, RELU, SQUARE, GENERAL, TAYLOR, MIXED = range(6)
+_state = {"ops": None, "tried": False, "enabled": os.environ.get("ZOO_FUSED_OPS", "1") != "0"}
+_lock = threading.Lock()
+_HOW = ("install a C++ compiler and ninja (e.g. `apt-get install g++ ninja-build` or `pip install ninja`) "
+        "for the fused CPU kernels")
+
+
+@contextlib.contextmanager
+def disabled():
+    """Within the block, ``edge_qsoftmax`` and ``edge_entmax`` take their pure-torch path."""
+    before, _state["enabled"] = _state["enabled"], False
+    try:
+        yield
+    finally:
+        _state["enabled"] = before
+
+
+def usable(x):
+    """Whether the fused kernels run for scores ``x``: CPU float32/float64, enabled, built."""
+    return (_state["enabled"] and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+            and kernels() is not None)
+
+
+def kernels():
+    """The registered ops (``torch.ops.zoo_edge_normalisers``), built on first call; None if impossible."""
+    if not _state["tried"]:
+        with _lock:
+            if not _state["tried"]:
+                _state["ops"] = _build()
+                _state["tried"] = True
+    return _state["ops"]
+
+
+def _build():
+    from torch.utils import cpp_extension
+
+    compiler = os.environ.get("CXX", "c++")
+    if shutil.which(compiler) is None or not cpp_extension.is_ninja_available():
+        missing = "ninja" if shutil.which(compiler) else f"the C++ compiler {compiler!r}"
+        warnings.warn(f"zoo.ops: {missing} not found, so edge_qsoftmax and edge_entmax run their slower "
+                      f"pure-torch path; {_HOW}", RuntimeWarning, stacklevel=4)
+        return None
+    # ATen's Vectorized uses AVX2 (and its SLEEF exp / log1p) only when compiled for it.
+    avx2 = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
+    flags = ["-O3", "-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"] if avx2 else ["-O3"]
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(flags).encode()).hexdigest()[:12]
+    try:
+        cpp_extension.load(f"zoo_edge_normalisers_{digest}", [str(SOURCE)], extra_cflags=flags,
+                           is_python_module=False, verbose=False)
+    except Exception as error:  # noqa: BLE001 - any build failure leaves the pure-torch path
+        last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        warnings.warn(f"zoo.ops: building {SOURCE.name} failed ({last}), so edge_qsoftmax and edge_entmax run "
+                      f"their slower pure-torch path; {_HOW}", RuntimeWarning, stacklevel=4)
+        return None
+    return torch.ops.zoo_edge_normalisers
+
+
+def in_csr(graph):
+    """``(indptr, eids)`` of the in-edges of each destination node, int64 (DGL's cached CSC)."""
+    indptr, _, eids = graph.adj_tensors("csc")
+    return indptr.long(), eids.long()
+
+
+def param(value, x):
+    """``q - 1`` / ``alpha - 1`` as a contiguous ``[Qe, Qh]`` tensor of ``x``'s dtype."""
+    if torch.is_tensor(value):
+        return value.detach().to(x.dtype).contiguous()
+    return torch.tensor([[value]], dtype=x.dtype)
+
+
+def float_mode(eps):
+    """The exact shortcuts of a float ``eps``, as the pure-torch path takes them."""
+    return {0.0: SOFTMAX, 1.0: RELU, 0.5: SQUARE}.get(eps, GENERAL)
+
+
+def needs_series(eps):
+    """Whether ``expq_log_grads_`` switches to its series (some ``|eps| < 0.05``)."""
+    return bool((torch.as_tensor(eps).abs() < 0.05).any())

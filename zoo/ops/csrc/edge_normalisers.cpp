@@ -1,0 +1,654 @@
+// Fused CPU kernels for zoo.ops.edge_qsoftmax and zoo.ops.edge_entmax (see zoo/ops/_fused.py).
+//
+// One task per range of destinations of the graph's in-CSR (indptr, eids), balanced by edges;
+// per destination, the heads of an edge's row are one vector (ATen's Vectorized, lanes = heads,
+// in chunks of Vec::size()), and the destination's rows are copied once into a task-local
+// buffer, so that every pass after the first runs in cache. The arithmetic mirrors the
+// pure-torch path element by element (same clamps, flushes and branches).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/vec.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace {
+
+using at::vec::Vectorized;
+
+// How exp_q / exp_eps is evaluated, chosen in Python (zoo/ops/_fused.py keeps the same numbers).
+enum Mode : int64_t { SOFTMAX = 0, RELU = 1, SQUARE = 2, GENERAL = 3, TAYLOR = 4, MIXED = 5 };
+
+constexpr int64_t NUM_TASKS = 256;  // fixed, so that per-task sums do not depend on the thread count
+
+template <typename scalar_t>
+struct Math {
+  using Vec = Vectorized<scalar_t>;
+  static constexpr int W = Vec::size();
+
+  static scalar_t exp_low() {  // EXP_LOW of zoo/ops/_common.py
+    static const scalar_t low = std::log(std::numeric_limits<scalar_t>::min()) + 2;
+    return low;
+  }
+
+  // exp with results below ~7.4 tiny flushed to exactly 0 (exp_flush_); NaN propagates.
+  static Vec exp_flush(Vec y) {
+    static const scalar_t cut = std::exp(exp_low()) * static_cast<scalar_t>(1.01);
+    Vec e = at::vec::clamp_min(y, Vec(exp_low())).exp();
+    return Vec::blendv(e, Vec(0), e <= Vec(cut));
+  }
+
+  // exp_eps(d) = [1 + eps d]_+^(1/eps) for eps != 0 (expq_); RELU / SQUARE: float eps 1 / 0.5.
+  static Vec expq(Vec d, Vec eps, Mode mode) {
+    if (mode == RELU) return at::vec::clamp_min(d + Vec(1), Vec(0));
+    if (mode == SQUARE) {
+      Vec u = at::vec::clamp_min(d * Vec(0.5) + Vec(1), Vec(0));
+      return u * u;
+    }
+    Vec w = at::vec::clamp_min(d * eps, Vec(-1));
+    return exp_flush(w.log1p() * eps.reciprocal());
+  }
+
+  // Taylor branch of exp_q: exp(d) [1 - eps d^2 / 2]_+ (_taylor_).
+  static Vec taylor(Vec d, Vec eps) {
+    d = at::vec::clamp_min(d, Vec(exp_low()));
+    Vec corr = at::vec::clamp_min((d * d) * eps * Vec(-0.5) + Vec(1), Vec(0));
+    return exp_flush(d) * corr;
+  }
+
+  // exp_q for edge_qsoftmax (_exp_q_), ``small`` marks the Taylor lanes in MIXED mode.
+  static Vec expq_q(Vec d, Vec eps, Vec small, Mode mode) {
+    switch (mode) {
+      case SOFTMAX: return exp_flush(d);
+      case TAYLOR: return taylor(d, eps);
+      case MIXED: {
+        Vec exact = expq(d, Vec::blendv(eps, Vec(1), small), GENERAL);
+        return Vec::blendv(exact, taylor(d, eps), small);
+      }
+      default: return expq(d, eps, mode);
+    }
+  }
+
+  // p = exp_eps(d) and s = p / (1 + eps d) (entmax_terms_ with slope).
+  static void terms(Vec d, Vec eps, Mode mode, Vec& p, Vec& s) {
+    if (mode == RELU) {
+      p = at::vec::clamp_min(d + Vec(1), Vec(0));
+      s = Vec::blendv(Vec(0), Vec(1), p > Vec(0));
+      return;
+    }
+    if (mode == SQUARE) {
+      s = at::vec::clamp_min(d * Vec(0.5) + Vec(1), Vec(0));
+      p = s * s;
+      return;
+    }
+    Vec w = d * eps;
+    p = exp_flush(at::vec::clamp_min(w, Vec(-1)).log1p() * eps.reciprocal());
+    s = p / at::vec::clamp_min(w + Vec(1), Vec(std::numeric_limits<scalar_t>::min()));
+  }
+
+  // d log exp_eps / dd and (if need) d log exp_eps / d eps (expq_log_grads_).
+  static Vec log_grads(Vec d, Vec eps, bool need, bool series, Vec& deps) {
+    const scalar_t meps = std::numeric_limits<scalar_t>::epsilon();
+    Vec w = at::vec::clamp_min(d * eps, Vec(-1 + meps));
+    Vec rho = (w + Vec(1)).reciprocal();
+    if (!need) return rho;
+    Vec eps2 = eps * eps;
+    eps2 = Vec::blendv(eps2, Vec(1), eps2 == Vec(0));
+    Vec dlog = (w * rho - w.log1p()) / eps2;
+    if (series) {  // Horner on -d^2 sum_{k>=2} (-1)^k (k-1)/k w^(k-2), used where |w| < 1e-2
+      Vec acc(0);
+      for (int k = 7; k > 1; --k) acc = acc * w + Vec(static_cast<scalar_t>((k % 2 ? -1.0 : 1.0) * (k - 1) / k));
+      acc = Vec(0) - acc * d * d;
+      dlog = Vec::blendv(dlog, acc, w.abs() < Vec(static_cast<scalar_t>(1e-2)));
+    }
+    deps = dlog;
+    return rho;
+  }
+
+  // Log-derivatives of the Taylor branch: dx = 1 - eps d / c, deps = -d^2 / 2 / c.
+  static Vec taylor_grads(Vec d, Vec eps, Vec& deps) {
+    Vec sq = d * d;
+    Vec c = at::vec::clamp_min(sq * eps * Vec(-0.5) + Vec(1), Vec(std::numeric_limits<scalar_t>::epsilon()));
+    deps = sq * Vec(-0.5) / c;
+    return Vec(1) - d * eps / c;
+  }
+};
+
+// Contiguous ranges of destinations with about equal edges + nodes each.
+std::vector<int64_t> task_bounds(const int64_t* indptr, int64_t n) {
+  std::vector<int64_t> bounds(NUM_TASKS + 1, n);
+  const int64_t e = indptr[n];
+  bounds[0] = 0;
+  int64_t v = 0;
+  for (int64_t k = 1; k < NUM_TASKS; ++k) {
+    const double target = static_cast<double>(e + n) * k / NUM_TASKS;
+    while (v < n && static_cast<double>(indptr[v] + v) < target) ++v;
+    bounds[k] = v;
+  }
+  return bounds;
+}
+
+// Rows of [E, H] arrays, gathered or scattered by edge id: prefetched AHEAD edges in advance,
+// since the edge ids of a destination's in-edges point anywhere (memory latency bounds the kernels).
+constexpr int64_t AHEAD = 16;
+
+template <typename scalar_t>
+struct Rows {
+  std::vector<const scalar_t*> reads;
+  std::vector<scalar_t*> writes;
+  int64_t H;
+  void fetch(int64_t eid) const {
+    const int64_t bytes = H * static_cast<int64_t>(sizeof(scalar_t));
+    for (const scalar_t* base : reads) {
+      const char* row = reinterpret_cast<const char*>(base + eid * H);
+      for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(row + off, 0);
+      __builtin_prefetch(row + bytes - 1, 0);
+    }
+    for (scalar_t* base : writes) {
+      const char* row = reinterpret_cast<const char*>(base + eid * H);
+      for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(row + off, 1);
+      __builtin_prefetch(row + bytes - 1, 1);
+    }
+  }
+  // Edge ``pos + AHEAD`` of the task's in-edge list (which runs to ``end``).
+  void ahead(const int64_t* eids, int64_t pos, int64_t end) const {
+    if (pos + AHEAD < end) fetch(eids[pos + AHEAD]);
+  }
+};
+
+// Runs body(task, first destination, end) for every task, in parallel unless the graph is small
+// (fewer than ATen's GRAIN_SIZE scores: a parallel region would cost more than it saves).
+template <typename F>
+void for_each_task(const std::vector<int64_t>& bounds, int64_t scores, const F& body) {
+  const int64_t grain = scores < at::internal::GRAIN_SIZE ? NUM_TASKS : 1;
+  at::parallel_for(0, NUM_TASKS, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) body(task, bounds[task], bounds[task + 1]);
+  });
+}
+
+// Parameter eps as [Qe, Qh] with Qe in {1, E}, Qh in {1, H}: its lanes for an edge's chunk.
+template <typename scalar_t>
+struct Param {
+  const scalar_t* data;
+  int64_t rows, cols;
+  Vectorized<scalar_t> at(int64_t eid, int64_t h0, int64_t n) const {
+    const scalar_t* row = data + (rows == 1 ? 0 : eid * cols);
+    if (cols == 1) return Vectorized<scalar_t>(row[0]);
+    return Vectorized<scalar_t>::loadu(row + h0, n);
+  }
+};
+
+template <typename scalar_t>
+Param<scalar_t> param_of(const at::Tensor& eps) {
+  return {eps.data_ptr<scalar_t>(), eps.size(0), eps.size(1)};
+}
+
+// Sums the first n lanes.
+template <typename scalar_t>
+scalar_t lane_sum(Vectorized<scalar_t> v, int64_t n) {
+  scalar_t buf[Vectorized<scalar_t>::size()];
+  v.store(buf);
+  scalar_t s = 0;
+  for (int64_t l = 0; l < n; ++l) s += buf[l];
+  return s;
+}
+
+// Gradient of eps reduced to its [Qe, Qh] shape: per edge written in place, else per task.
+template <typename scalar_t>
+struct ParamGrad {
+  using Vec = Vectorized<scalar_t>;
+  scalar_t* out;        // [Qe, Qh]
+  scalar_t* partial;    // [NUM_TASKS, Qh] when Qe == 1
+  int64_t rows, cols;
+  void add(int64_t task, int64_t eid, int64_t h0, int64_t n, Vec g) const {
+    scalar_t* row = rows == 1 ? partial + task * cols : out + eid * cols;
+    if (cols == 1) {
+      row[0] += lane_sum(g, n);
+    } else {
+      (Vec::loadu(row + h0, n) + g).store(row + h0, n);
+    }
+  }
+};
+
+template <typename scalar_t>
+void finish_param_grad(at::Tensor& grad, const at::Tensor& partial) {
+  if (grad.size(0) == 1) grad.copy_(partial.sum(0, true));  // tasks in a fixed order
+}
+
+// ------------------------------------------------------------------ q-softmax
+
+template <typename scalar_t>
+void qsoftmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t, const at::Tensor& x_t,
+                             const at::Tensor& eps_t, Mode mode, double taylor_eps, at::Tensor& p_t,
+                             at::Tensor& m_t, at::Tensor& total_t) {
+  using M = Math<scalar_t>;
+  using Vec = typename M::Vec;
+  const int64_t* indptr = indptr_t.data_ptr<int64_t>();
+  const int64_t* eids = eids_t.data_ptr<int64_t>();
+  const scalar_t* x = x_t.data_ptr<scalar_t>();
+  scalar_t* p = p_t.data_ptr<scalar_t>();
+  scalar_t* m = m_t.data_ptr<scalar_t>();
+  scalar_t* total = total_t.data_ptr<scalar_t>();
+  const int64_t n_dst = indptr_t.size(0) - 1, H = x_t.size(1);
+  const Param<scalar_t> eps = param_of<scalar_t>(eps_t);
+  const Vec teps(static_cast<scalar_t>(taylor_eps));
+  const Rows<scalar_t> rows{{x}, {p}, H}, out_rows{{}, {p}, H};
+  for_each_task(task_bounds(indptr, n_dst), x_t.numel(), [&](int64_t, int64_t v0, int64_t v1) {
+    std::vector<scalar_t> buf;
+    for (int64_t v = v0; v < v1; ++v) {
+      const int64_t* in = eids + indptr[v];
+      const int64_t k = indptr[v + 1] - indptr[v];
+      if (buf.size() < static_cast<size_t>(k) * M::W) buf.resize(static_cast<size_t>(k) * M::W);
+      for (int64_t h0 = 0; h0 < H; h0 += M::W) {
+        const int64_t n = std::min<int64_t>(M::W, H - h0);
+        Vec mx(-std::numeric_limits<scalar_t>::infinity());
+        for (int64_t j = 0; j < k; ++j) {
+          rows.ahead(eids, indptr[v] + j, indptr[v1]);
+          Vec xv = Vec::loadu(x + in[j] * H + h0, n);
+          xv.store(buf.data() + j * M::W);
+          mx = at::vec::maximum(mx, xv);
+        }
+        if (k) {
+          mx.store(m + v * H + h0, n);
+        } else {
+          Vec(0).store(m + v * H + h0, n);
+        }
+        Vec sum(0);
+        for (int64_t j = 0; j < k; ++j) {
+          Vec ev = eps.at(in[j], h0, n);
+          Vec small = ev.abs() < teps;
+          Vec e = M::expq_q(Vec::loadu(buf.data() + j * M::W) - mx, ev, small, mode);
+          e.store(buf.data() + j * M::W);
+          sum = sum + e;
+        }
+        sum.store(total + v * H + h0, n);
+        for (int64_t j = 0; j < k; ++j) {
+          out_rows.ahead(in, j, k);
+          const Vec pv = Vec::loadu(buf.data() + j * M::W) / sum;
+          pv.store(p + in[j] * H + h0, n);
+        }
+      }
+    }
+  });
+}
+
+// d log e / dx (returned) and, if need, d log e / d eps (into dq) at d = x - m, per mode (_log_grads_).
+template <typename scalar_t>
+Vectorized<scalar_t> q_log_grads(Vectorized<scalar_t> d, Vectorized<scalar_t> ev, Mode mode,
+                                 Vectorized<scalar_t> teps, bool need, bool series, Vectorized<scalar_t>& dq) {
+  using M = Math<scalar_t>;
+  using Vec = Vectorized<scalar_t>;
+  dq = Vec(0);
+  if (mode == SOFTMAX) return Vec(1);
+  if (mode == TAYLOR) return M::taylor_grads(d, ev, dq);
+  if (mode == MIXED) {
+    Vec tq, small = ev.abs() < teps;
+    Vec tx = M::taylor_grads(d, ev, tq);
+    Vec dx = Vec::blendv(M::log_grads(d, ev, need, series, dq), tx, small);
+    dq = Vec::blendv(dq, tq, small);
+    return dx;
+  }
+  return M::log_grads(d, ev, need, series, dq);
+}
+
+// Backward of q-softmax per destination: grad, logits and output rows gathered once into a
+// local buffer; r = (g - sum g p) p, grad x = r dx, plus the max's gradient -sum r dx on the
+// first in-edge at the max (as dgl.ops.copy_e_max's backward); a shared q's gradient summed per task.
+template <typename scalar_t>
+void qsoftmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t, const at::Tensor& x_t,
+                              const at::Tensor& p_t, const at::Tensor& m_t, const at::Tensor& g_t,
+                              const at::Tensor& eps_t, Mode mode, double taylor_eps, bool need_q, bool series,
+                              at::Tensor& gx_t, at::Tensor& gq_t, at::Tensor& part_t) {
+  using M = Math<scalar_t>;
+  using Vec = typename M::Vec;
+  const int64_t* indptr = indptr_t.data_ptr<int64_t>();
+  const int64_t* eids = eids_t.data_ptr<int64_t>();
+  const scalar_t* x = x_t.data_ptr<scalar_t>();
+  const scalar_t* p = p_t.data_ptr<scalar_t>();
+  const scalar_t* m = m_t.data_ptr<scalar_t>();
+  const scalar_t* g = g_t.data_ptr<scalar_t>();
+  scalar_t* gx = gx_t.data_ptr<scalar_t>();
+  const int64_t n_dst = indptr_t.size(0) - 1, H = x_t.size(1);
+  const Param<scalar_t> eps = param_of<scalar_t>(eps_t);
+  const ParamGrad<scalar_t> gq{need_q ? gq_t.data_ptr<scalar_t>() : nullptr,
+                               need_q ? part_t.data_ptr<scalar_t>() : nullptr, eps_t.size(0), eps_t.size(1)};
+  const Vec teps(static_cast<scalar_t>(taylor_eps));
+  const Vec dlow(-std::pow(std::numeric_limits<scalar_t>::max(), static_cast<scalar_t>(0.25)));
+  const Rows<scalar_t> rows{{x, p, g}, {gx}, H}, out_rows{{}, {gx}, H};
+  for_each_task(task_bounds(indptr, n_dst), x_t.numel(), [&](int64_t task, int64_t v0, int64_t v1) {
+    std::vector<scalar_t> buf;
+    for (int64_t v = v0; v < v1; ++v) {
+      const int64_t* in = eids + indptr[v];
+      const int64_t k = indptr[v + 1] - indptr[v];
+      if (k == 0) continue;
+      if (buf.size() < static_cast<size_t>(k) * 3 * M::W) buf.resize(static_cast<size_t>(k) * 3 * M::W);
+      auto slot = [&](int64_t j, int which) { return buf.data() + (3 * j + which) * M::W; };  // g, p, x
+      for (int64_t h0 = 0; h0 < H; h0 += M::W) {
+        const int64_t n = std::min<int64_t>(M::W, H - h0);
+        Vec gp(0);
+        for (int64_t j = 0; j < k; ++j) {
+          rows.ahead(eids, indptr[v] + j, indptr[v1]);
+          const int64_t at = in[j] * H + h0;
+          const Vec gv = Vec::loadu(g + at, n), pv = Vec::loadu(p + at, n);
+          gv.store(slot(j, 0));
+          pv.store(slot(j, 1));
+          Vec::loadu(x + at, n).store(slot(j, 2));
+          gp = gp + gv * pv;
+        }
+        const Vec mv = Vec::loadu(m + v * H + h0, n);
+        Vec gm(0);
+        for (int64_t j = 0; j < k; ++j) {
+          Vec r = (Vec::loadu(slot(j, 0)) - gp) * Vec::loadu(slot(j, 1));  // d loss / d log e
+          const Vec d = at::vec::clamp_min(Vec::loadu(slot(j, 2)) - mv, dlow);  // -inf: weight 0
+          const Vec ev = eps.at(in[j], h0, n);
+          Vec dq;
+          const Vec dx = q_log_grads<scalar_t>(d, ev, mode, teps, need_q, series, dq);
+          if (need_q && mode != SOFTMAX) gq.add(task, in[j], h0, n, dq * r);
+          r = r * dx;
+          gm = gm - r;
+          r.store(slot(j, 0));
+        }
+        scalar_t gml[M::W], ml[M::W];
+        gm.store(gml);
+        mv.store(ml);
+        for (int64_t l = 0; l < n; ++l) {  // the max's gradient: first in-edge at the max
+          for (int64_t j = 0; j < k; ++j) {
+            if (slot(j, 2)[l] == ml[l]) {
+              slot(j, 0)[l] += gml[l];
+              break;
+            }
+          }
+        }
+        for (int64_t j = 0; j < k; ++j) {
+          out_rows.ahead(in, j, k);
+          Vec::loadu(slot(j, 0)).store(gx + in[j] * H + h0, n);
+        }
+      }
+    }
+  });
+}
+
+// ------------------------------------------------------------------ entmax
+
+// Whether a comparison mask is set in all / any of the first n lanes.
+template <typename scalar_t>
+bool mask_lanes(Vectorized<scalar_t> mask, int64_t n, bool all) {
+  scalar_t buf[Vectorized<scalar_t>::size()];
+  mask.store(buf);
+  for (int64_t l = 0; l < n; ++l) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &buf[l], sizeof(scalar_t));
+    if ((bits != 0) != all) return !all;
+  }
+  return all;
+}
+
+template <typename scalar_t>
+scalar_t lane_max(Vectorized<scalar_t> v, int64_t n) {
+  scalar_t buf[Vectorized<scalar_t>::size()];
+  v.store(buf);
+  scalar_t out = buf[0];
+  for (int64_t l = 1; l < n; ++l) out = (buf[l] > out || std::isnan(buf[l])) ? buf[l] : out;
+  return out;
+}
+
+template <typename scalar_t>
+void entmax_forward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t, const at::Tensor& x_t,
+                           const at::Tensor& eps_t, Mode mode, int64_t n_bisect, int64_t max_iter,
+                           at::Tensor& p_t, at::Tensor& t_t, at::Tensor& total_t, at::Tensor& stuck_t) {
+  using M = Math<scalar_t>;
+  using Vec = typename M::Vec;
+  const int64_t* indptr = indptr_t.data_ptr<int64_t>();
+  const int64_t* eids = eids_t.data_ptr<int64_t>();
+  const scalar_t* x = x_t.data_ptr<scalar_t>();
+  scalar_t* p = p_t.data_ptr<scalar_t>();
+  scalar_t* tt = t_t.data_ptr<scalar_t>();
+  scalar_t* total = total_t.data_ptr<scalar_t>();
+  int64_t* stuck = stuck_t.data_ptr<int64_t>();  // [NUM_TASKS]: Newton did not converge
+  const int64_t n_dst = indptr_t.size(0) - 1, H = x_t.size(1);
+  const Param<scalar_t> eps = param_of<scalar_t>(eps_t);
+  const scalar_t prec = std::numeric_limits<scalar_t>::epsilon();
+  const scalar_t prec23 = std::pow(prec, static_cast<scalar_t>(2.0 / 3.0));
+  const Rows<scalar_t> rows{{x}, {p}, H}, out_rows{{}, {p}, H};
+  for_each_task(task_bounds(indptr, n_dst), x_t.numel(), [&](int64_t task, int64_t v0, int64_t v1) {
+    std::vector<scalar_t> buf;
+    for (int64_t v = v0; v < v1; ++v) {
+      const int64_t* in = eids + indptr[v];
+      const int64_t k = indptr[v + 1] - indptr[v];
+      if (k == 0) {
+        for (int64_t h = 0; h < H; ++h) tt[v * H + h] = total[v * H + h] = 0;
+        continue;
+      }
+      if (buf.size() < static_cast<size_t>(k) * M::W) buf.resize(static_cast<size_t>(k) * M::W);
+      scalar_t* b = buf.data();
+      for (int64_t h0 = 0; h0 < H; h0 += M::W) {
+        const int64_t n = std::min<int64_t>(M::W, H - h0);
+        Vec lo(-std::numeric_limits<scalar_t>::infinity());
+        for (int64_t j = 0; j < k; ++j) {
+          rows.ahead(eids, indptr[v] + j, indptr[v1]);
+          Vec xv = Vec::loadu(x + in[j] * H + h0, n);
+          xv.store(b + j * M::W);
+          lo = at::vec::maximum(lo, xv);
+        }
+        const Vec ev = eps.at(0, h0, n);
+        auto sum_p = [&](Vec t) {
+          Vec s(0);
+          for (int64_t j = 0; j < k; ++j) s = s + M::expq(Vec::loadu(b + j * M::W) - t, ev, mode);
+          return s;
+        };
+        Vec t, sum(0);
+        if (mode == SOFTMAX) {
+          for (int64_t j = 0; j < k; ++j) {
+            Vec e = M::exp_flush(Vec::loadu(b + j * M::W) - lo);
+            e.store(b + j * M::W);
+            sum = sum + e;
+          }
+          t = lo + sum.log();
+        } else {
+          const scalar_t logd = std::log(static_cast<scalar_t>(k));
+          Vec width = (Vec(0) - (Vec(0) - ev * Vec(logd)).expm1()) / ev;  // (1 - k^-eps) / eps
+          const bool convex = mask_lanes(ev <= Vec(1), n, true);
+          for (int64_t i = 0; i < (convex ? n_bisect : max_iter); ++i) {
+            width = width / Vec(2);
+            const Vec mid = lo + width;
+            lo = Vec::blendv(lo, mid, sum_p(mid) >= Vec(1));
+            if (!convex && mask_lanes(width <= Vec(prec) * (Vec(1) + lo.abs()), n, true)) break;
+          }
+          t = lo;
+          if (convex) {
+            const Vec sparse = ev == Vec(1);
+            Vec last(0);
+            bool done = false, failed = false;
+            for (int64_t it = 0; it < max_iter && !done && !failed; ++it) {  // Newton from below
+              Vec f(0), slope(0), pv, sv;
+              for (int64_t j = 0; j < k; ++j) {
+                M::terms(Vec::loadu(b + j * M::W) - t, ev, mode, pv, sv);
+                f = f + pv;
+                slope = slope + sv;
+              }
+              f = f - Vec(1);
+              const Vec bad = (f != f) | (f.abs() == Vec(std::numeric_limits<scalar_t>::infinity()));
+              if (mask_lanes(bad, n, false)) {  // NaN/+inf logits: caught in Python
+                t = Vec::blendv(t, Vec(std::numeric_limits<scalar_t>::quiet_NaN()), bad);
+                failed = true;
+                continue;
+              }
+              const Vec step = Vec::blendv(Vec(0), f / slope, slope > Vec(0));
+              t = t + step;
+              const Vec sizes = Vec::blendv(Vec(0), slope, sparse);
+              const scalar_t rel = lane_max(step.abs() / (Vec(1) + t.abs()), n);
+              const bool stable = it > 0 && mask_lanes(sizes == last, n, true);
+              last = sizes;
+              done = rel <= 8 * prec || (rel <= prec23 && stable);
+            }
+            if (!done && !failed) stuck[task] = 1;
+          }
+          for (int64_t j = 0; j < k; ++j) {
+            Vec e = M::expq(Vec::loadu(b + j * M::W) - t, ev, mode);
+            e.store(b + j * M::W);
+            sum = sum + e;
+          }
+        }
+        t.store(tt + v * H + h0, n);
+        sum.store(total + v * H + h0, n);
+        for (int64_t j = 0; j < k; ++j) {
+          out_rows.ahead(in, j, k);
+          const Vec pv = Vec::loadu(b + j * M::W) / sum;
+          pv.store(p + in[j] * H + h0, n);
+        }
+      }
+    }
+  });
+}
+
+template <typename scalar_t>
+void entmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t, const at::Tensor& x_t,
+                            const at::Tensor& t_t, const at::Tensor& p_t, const at::Tensor& g_t,
+                            const at::Tensor& eps_t, Mode mode, bool need_alpha, bool series, at::Tensor& gx_t,
+                            at::Tensor& ga_t, at::Tensor& part_t) {
+  using M = Math<scalar_t>;
+  using Vec = typename M::Vec;
+  const int64_t* indptr = indptr_t.data_ptr<int64_t>();
+  const int64_t* eids = eids_t.data_ptr<int64_t>();
+  const scalar_t* x = x_t.data_ptr<scalar_t>();
+  const scalar_t* tt = t_t.data_ptr<scalar_t>();
+  const scalar_t* p = p_t.data_ptr<scalar_t>();
+  const scalar_t* g = g_t.data_ptr<scalar_t>();
+  scalar_t* gx = gx_t.data_ptr<scalar_t>();
+  const int64_t n_dst = indptr_t.size(0) - 1, H = x_t.size(1);
+  const Param<scalar_t> eps = param_of<scalar_t>(eps_t);
+  const ParamGrad<scalar_t> ga{need_alpha ? ga_t.data_ptr<scalar_t>() : nullptr,
+                               need_alpha ? part_t.data_ptr<scalar_t>() : nullptr, 1, eps_t.size(1)};
+  constexpr int S = 0, G = 1, P = 2, D = 3, NB = 4;  // buffer slots per edge: s, g, p, dlog
+  const Rows<scalar_t> rows{{x, p, g}, {gx}, H}, out_rows{{}, {gx}, H};
+  for_each_task(task_bounds(indptr, n_dst), x_t.numel(), [&](int64_t task, int64_t v0, int64_t v1) {
+    std::vector<scalar_t> buf;
+    for (int64_t v = v0; v < v1; ++v) {
+      const int64_t* in = eids + indptr[v];
+      const int64_t k = indptr[v + 1] - indptr[v];
+      if (k == 0) continue;
+      if (buf.size() < static_cast<size_t>(k) * NB * M::W) buf.resize(static_cast<size_t>(k) * NB * M::W);
+      auto slot = [&](int64_t j, int which) { return buf.data() + (j * NB + which) * M::W; };
+      for (int64_t h0 = 0; h0 < H; h0 += M::W) {
+        const int64_t n = std::min<int64_t>(M::W, H - h0);
+        const Vec ev = eps.at(0, h0, n), tv = Vec::loadu(tt + v * H + h0, n);
+        Vec sg(0), ss(0);
+        for (int64_t j = 0; j < k; ++j) {
+          rows.ahead(eids, indptr[v] + j, indptr[v1]);
+          const int64_t at = in[j] * H + h0;
+          const Vec pv = Vec::loadu(p + at, n), gv = Vec::loadu(g + at, n);
+          Vec s, dlog(0);
+          if (mode == SOFTMAX) {
+            s = pv;
+          } else if (mode == RELU) {
+            s = Vec::blendv(Vec(0), Vec(1), pv > Vec(0));
+          } else if (mode == SQUARE) {
+            s = pv.sqrt();
+          } else {
+            s = M::log_grads(Vec::loadu(x + at, n) - tv, ev, need_alpha, series, dlog) * pv;
+          }
+          s.store(slot(j, S));
+          gv.store(slot(j, G));
+          pv.store(slot(j, P));
+          dlog.store(slot(j, D));
+          sg = sg + s * gv;
+          ss = ss + s;
+        }
+        const Vec gbar = sg / ss;
+        Vec acc(0);
+        for (int64_t j = 0; j < k; ++j) {
+          out_rows.ahead(in, j, k);
+          const Vec r = Vec::loadu(slot(j, G)) - gbar;
+          (Vec::loadu(slot(j, S)) * r).store(gx + in[j] * H + h0, n);
+          if (need_alpha) acc = acc + Vec::loadu(slot(j, D)) * (r * Vec::loadu(slot(j, P)));
+        }
+        if (need_alpha) ga.add(task, 0, h0, n, acc);
+      }
+    }
+  });
+}
+
+// ------------------------------------------------------------------ entry points
+
+void check_inputs(const at::Tensor& indptr, const at::Tensor& eids, const at::Tensor& x) {
+  TORCH_CHECK(indptr.dtype() == at::kLong && eids.dtype() == at::kLong, "indptr and eids must be int64");
+  TORCH_CHECK(indptr.is_contiguous() && eids.is_contiguous() && x.is_contiguous(), "inputs must be contiguous");
+  TORCH_CHECK(x.dim() == 2 && x.device().is_cpu(), "x must be a [E, H] CPU tensor");
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> qsoftmax_forward(const at::Tensor& indptr, const at::Tensor& eids,
+                                                                 const at::Tensor& x, const at::Tensor& eps,
+                                                                 int64_t mode, double taylor_eps) {
+  check_inputs(indptr, eids, x);
+  const int64_t n = indptr.size(0) - 1, H = x.size(1);
+  at::Tensor p = at::empty_like(x), m = at::empty({n, H}, x.options()), total = at::empty({n, H}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qsoftmax_forward", [&] {
+    qsoftmax_forward_kernel<scalar_t>(indptr, eids, x, eps.contiguous(), static_cast<Mode>(mode), taylor_eps, p, m,
+                                      total);
+  });
+  return {p, m, total};
+}
+
+std::tuple<at::Tensor, at::Tensor> qsoftmax_backward(const at::Tensor& indptr, const at::Tensor& eids,
+                                                     const at::Tensor& x, const at::Tensor& p, const at::Tensor& m,
+                                                     const at::Tensor& grad, const at::Tensor& eps, int64_t mode,
+                                                     double taylor_eps, bool need_q, bool series) {
+  check_inputs(indptr, eids, x);
+  at::Tensor gx = at::empty_like(x), e = eps.contiguous();
+  at::Tensor gq = need_q ? at::zeros_like(e) : at::Tensor();
+  at::Tensor part = at::zeros({NUM_TASKS, e.size(1)}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "qsoftmax_backward", [&] {
+    qsoftmax_backward_kernel<scalar_t>(indptr, eids, x, p.contiguous(), m, grad.contiguous(), e,
+                                       static_cast<Mode>(mode), taylor_eps, need_q, series, gx, gq, part);
+    if (need_q) finish_param_grad<scalar_t>(gq, part);
+  });
+  return {gx, need_q ? gq : at::empty({0}, x.options())};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, bool> entmax_forward(const at::Tensor& indptr, const at::Tensor& eids,
+                                                                    const at::Tensor& x, const at::Tensor& eps,
+                                                                    int64_t mode, int64_t n_bisect, int64_t max_iter) {
+  check_inputs(indptr, eids, x);
+  TORCH_CHECK(eps.size(0) == 1, "entmax's eps is [1, 1] or [1, H]");
+  const int64_t n = indptr.size(0) - 1, H = x.size(1);
+  at::Tensor p = at::empty_like(x), t = at::empty({n, H}, x.options()), total = at::empty({n, H}, x.options());
+  at::Tensor stuck = at::zeros({NUM_TASKS}, x.options().dtype(at::kLong));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "entmax_forward", [&] {
+    entmax_forward_kernel<scalar_t>(indptr, eids, x, eps.contiguous(), static_cast<Mode>(mode), n_bisect, max_iter,
+                                    p, t, total, stuck);
+  });
+  return {p, t, total, stuck.any().item<bool>()};
+}
+
+std::tuple<at::Tensor, at::Tensor> entmax_backward(const at::Tensor& indptr, const at::Tensor& eids,
+                                                   const at::Tensor& x, const at::Tensor& t, const at::Tensor& p,
+                                                   const at::Tensor& grad, const at::Tensor& eps, int64_t mode,
+                                                   bool need_alpha, bool series) {
+  check_inputs(indptr, eids, x);
+  at::Tensor gx = at::empty_like(x), e = eps.contiguous();
+  at::Tensor ga = need_alpha ? at::zeros_like(e) : at::Tensor();
+  at::Tensor part = at::zeros({NUM_TASKS, e.size(1)}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "entmax_backward", [&] {
+    entmax_backward_kernel<scalar_t>(indptr, eids, x, t, p, grad.contiguous(), e, static_cast<Mode>(mode),
+                                     need_alpha, series, gx, ga, part);
+    if (need_alpha) finish_param_grad<scalar_t>(ga, part);
+  });
+  return {gx, need_alpha ? ga : at::empty({0}, x.options())};
+}
+
+}  // namespace
+
+TORCH_LIBRARY(zoo_edge_normalisers, lib) {
+  lib.def("qsoftmax_forward(Tensor indptr, Tensor eids, Tensor x, Tensor eps, int mode, float taylor_eps)"
+          " -> (Tensor, Tensor, Tensor)", &qsoftmax_forward);
+  lib.def("qsoftmax_backward(Tensor indptr, Tensor eids, Tensor x, Tensor p, Tensor m, Tensor grad, Tensor eps,"
+          " int mode, float taylor_eps, bool need_q, bool series) -> (Tensor, Tensor)", &qsoftmax_backward);
+  lib.def("entmax_forward(Tensor indptr, Tensor eids, Tensor x, Tensor eps, int mode, int n_bisect, int max_iter)"
+          " -> (Tensor, Tensor, Tensor, bool)", &entmax_forward);
+  lib.def("entmax_backward(Tensor indptr, Tensor eids, Tensor x, Tensor t, Tensor p, Tensor grad, Tensor eps,"
+          " int mode, bool need_alpha, bool series) -> (Tensor, Tensor)", &entmax_backward);
+}
