@@ -11,6 +11,14 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DATA_ROOT = Path(os.environ.get("ZOO_DATA") or SHARED_DATA)  # read once, before tests touch the env
 
 
+def pytest_sessionstart(session):
+    """Build the fused CPU kernels (zoo/ops/_fused.py) once, before any test starts worker
+    processes: torchrun ranks with a 60 s limit must find them built, not race to build them."""
+    from zoo.ops import _fused
+
+    _fused.kernels()
+
+
 @pytest.fixture(scope="session")
 def zoo_data() -> Path:
     """The read-only offline data folder ($ZOO_DATA, else ../shared/data); skip if absent."""
