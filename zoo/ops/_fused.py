@@ -18,6 +18,7 @@ Example::
 """
 import contextlib
 import hashlib
+import io
 import os
 import shutil
 import threading
@@ -62,7 +63,8 @@ def kernels():
 
 
 def _build():
-    from torch.utils import cpp_extension
+    with contextlib.redirect_stderr(io.StringIO()):  # its import prints a CUDA_HOME guess on CPU machines
+        from torch.utils import cpp_extension
 
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None or not cpp_extension.is_ninja_available():
