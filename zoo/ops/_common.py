@@ -209,5 +209,10 @@ def entmax_threshold(x, eps, *, lo, degree, total, diff, check, n_bisect, max_it
         stable = last is not None and torch.equal(sizes, last)
         if rel <= 8 * precision or (rel <= precision ** (2 / 3) and stable):  # rounding: a
             return t  # score within an ulp of the threshold may flip in and out of the support
-    warnings.warn(f"{name}: threshold not converged in max_iter={max_iter} Newton steps", RuntimeWarning)
+    warn_not_converged(name, max_iter)
     return t
+
+
+def warn_not_converged(name, max_iter):
+    """The RuntimeWarning of an entmax threshold search that ran out of Newton steps."""
+    warnings.warn(f"{name}: threshold not converged in max_iter={max_iter} Newton steps", RuntimeWarning)

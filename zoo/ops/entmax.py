@@ -1,13 +1,11 @@
 """``edge_entmax``: alpha-entmax over the incoming edges of each destination node."""
 
-import warnings
-
 import dgl.ops as F
 import torch
 
 from . import _fused
 from ._common import (check_finite_sum, check_param, edge_param, edge_scores, entmax_terms_, entmax_threshold,
-                      exp_flush_, expq_log_grads_, reduce_to)
+                      exp_flush_, expq_log_grads_, reduce_to, warn_not_converged)
 
 EPS_FLOOR = 1e-30  # a tensor alpha of exactly 1 is evaluated at alpha = 1 + EPS_FLOOR
 
@@ -137,7 +135,7 @@ class _FusedEntmax(torch.autograd.Function):
         p, t, total, stuck = _fused.kernels().entmax_forward(indptr, eids, x, param, mode, n_bisect, max_iter)
         check_finite_sum(graph, total)
         if stuck:
-            warnings.warn(f"edge_entmax: threshold not converged in max_iter={max_iter} Newton steps", RuntimeWarning)
+            warn_not_converged("edge_entmax", max_iter)
         ctx.mode, ctx.series = mode, _fused.needs_series(eps)
         ctx.save_for_backward(indptr, eids, x, t, p, param)
         return p

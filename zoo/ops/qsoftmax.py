@@ -149,18 +149,19 @@ class _FusedQSoftmax(torch.autograd.Function):
     def forward(ctx, graph, x, q, taylor_eps):
         x = x.contiguous()
         indptr, eids = _fused.in_csr(graph)
-        eps = _fused.param(q - 1, x)
-        mode = _mode(q - 1, taylor_eps)
-        p, m, total = _fused.kernels().qsoftmax_forward(indptr, eids, x, eps, mode, taylor_eps)
+        eps = q - 1
+        mode = _mode(eps, taylor_eps)
+        param = _fused.param(eps, x)
+        p, m, total = _fused.kernels().qsoftmax_forward(indptr, eids, x, param, mode, taylor_eps)
         check_finite_sum(graph, total)
-        ctx.mode, ctx.taylor_eps, ctx.series = mode, taylor_eps, _fused.needs_series(q - 1)
-        ctx.save_for_backward(indptr, eids, x, p, m, eps)
+        ctx.mode, ctx.taylor_eps, ctx.series = mode, taylor_eps, _fused.needs_series(eps)
+        ctx.save_for_backward(indptr, eids, x, p, m, param)
         return p
 
     @staticmethod
     def backward(ctx, grad):
         need_q = ctx.needs_input_grad[2]
-        indptr, eids, x, p, m, eps = ctx.saved_tensors
+        indptr, eids, x, p, m, param = ctx.saved_tensors
         grad_x, grad_q = _fused.kernels().qsoftmax_backward(
-            indptr, eids, x, p, m, grad.contiguous(), eps, ctx.mode, ctx.taylor_eps, need_q, need_q and ctx.series)
+            indptr, eids, x, p, m, grad.contiguous(), param, ctx.mode, ctx.taylor_eps, need_q, need_q and ctx.series)
         return None, grad_x, grad_q if need_q else None, None
