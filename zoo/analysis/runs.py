@@ -122,4 +122,3 @@ def grouped_seed_means(runs: pd.DataFrame, pattern: re.Pattern, keys: list[str],
     table = groups[values].mean()
     table["score_sd"], table["metric"], table["n"] = groups.score.std(ddof=1), groups.metric.first(), groups.size()
     return table
-

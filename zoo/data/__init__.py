@@ -31,8 +31,8 @@ from zoo.data.synthetic import contextual_sbm_card, synthetic_sbm_graph
 __all__ = [
     "FEATURIZERS", "FEATURIZER_SPEC", "BadSmiles", "ChecksumMismatchError", "CsvError", "DatasetError",
     "DatasetNotFoundError", "DgllifeFeaturizer", "DownloadError", "Featurizer", "GraphData", "InvalidSmilesError",
-    "NodeData", "OgbFeaturizer", "PESpec", "SmilesTable", "add_positional_encodings",
-    "collate", "csv_card_file", "download", "featurizer_from_spec", "laplacian_pe", "list_cards", "load_card",
+    "NodeData", "OgbFeaturizer", "PESpec", "SmilesTable", "add_positional_encodings", "collate",
+    "contextual_sbm_card", "csv_card_file", "download", "featurizer_from_spec", "laplacian_pe", "list_cards", "load_card",
     "load_csv_dataset", "load_graph_dataset", "load_node_dataset", "make_dataloaders", "penalized_logp",
-    "random_walk_se", "read_smiles_csv", "scaffold_split", "smiles_to_graph", "synthetic_sbm_graph", "contextual_sbm_card",
+    "random_walk_se", "read_smiles_csv", "scaffold_split", "smiles_to_graph", "synthetic_sbm_graph",
 ]

@@ -81,9 +81,9 @@ def build_optimizer(model: torch.nn.Module, optim: OptimConfig, flat: bool = Tru
 
     ``flat`` (one process): the weights live in one flat buffer and the update is a few kernels
     over it (:mod:`zoo.engine.flat_optimizer`), with the per-parameter state dict of the plain
-    optimizer. Otherwise (under
-    DDP, which owns the gradients) the plain optimizer with ``foreach``: one multi-tensor kernel
-    per update instead of a Python loop over the parameter tensors. Same update either way.
+    optimizer. Otherwise (under DDP, which owns the gradients) the plain optimizer with
+    ``foreach``: one multi-tensor kernel per update instead of a Python loop over the parameter
+    tensors. Same update either way.
 
     >>> type(build_optimizer(torch.nn.Linear(2, 1), OptimConfig(optimizer="adamw"))).__name__
     'FlatAdamW'
