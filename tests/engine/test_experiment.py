@@ -1,6 +1,10 @@
 """run_recipe: where runs go, what a failed start leaves behind, and per-seed random splits."""
-import pytest
+import json
 
+import pytest
+import yaml
+
+from zoo.analysis.runs import collect_runs
 from zoo.engine import experiment
 from zoo.engine.recipe import RecipeError, build_recipe
 
@@ -104,3 +108,40 @@ def test_sweep_in_recipe_order_and_a_bad_order(monkeypatch):
     assert calls == [("a", [3], False), ("b", [3], False)]
     with pytest.raises(ValueError, match="order must be one of recipe, seed, got 'seeds'"):
         experiment.run_sweep([a], order="seeds")
+
+
+def _counting_trainer(trained):
+    def train(recipe, data, seed, seed_dir, **kwargs):
+        trained.append((recipe.name, seed))
+        (seed_dir / "best.pt").write_bytes(b"weights")
+        final = {"val": {"accuracy": 0.5}, "test": {"accuracy": 0.25 + seed}}
+        metrics = {"seed": seed, "split": seed, "main_metric": "accuracy", "num_parameters": 1, "best_epoch": 0,
+                   "final": final}
+        (seed_dir / "metrics.json").write_text(json.dumps(metrics))  # as the trainers do, last
+        return metrics
+    return train
+
+
+def test_a_seed_finished_by_a_recipe_with_the_same_config_is_copied_not_retrained(tmp_path, monkeypatch):
+    trained = []
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", _counting_trainer(trained))
+    out = tmp_path / "runs"
+    main = build_recipe({**GCN, "name": "cora_gcn", "seeds": [0, 1]})
+    twin = build_recipe({**GCN, "name": "cora_depth2_gcn", "description": "same model, other name", "seeds": [0, 1, 2]})
+    other = build_recipe({**GCN, "name": "cora_gcn_wide", "model": {"name": "gcn", "hidden": 16}, "seeds": [0]})
+    assert twin.config_hash() == main.config_hash() != other.config_hash()
+    experiment.run_recipe(main, out)
+    summary = experiment.run_recipe(twin, out)
+    experiment.run_recipe(other, out)
+    assert trained == [("cora_gcn", 0), ("cora_gcn", 1), ("cora_depth2_gcn", 2), ("cora_gcn_wide", 0)]
+    assert summary["seeds"] == [0, 1, 2]
+    copied = experiment.run_folder(twin, out) / "seed1"
+    assert (copied / "best.pt").read_bytes() == b"weights"
+    assert yaml.safe_load((copied / "config.yaml").read_text())["name"] == "cora_depth2_gcn"
+    assert not list(out.rglob(".seed*"))
+    runs = collect_runs([out])
+    assert sorted(runs.groupby("recipe").seed.apply(list).items()) == [
+        ("cora_depth2_gcn", [0, 1, 2]), ("cora_gcn", [0, 1]), ("cora_gcn_wide", [0])]
+    experiment.run_recipe(twin, out, seeds=[0], force=True)
+    assert trained[-1] == ("cora_depth2_gcn", 0)

@@ -31,6 +31,9 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                force: bool = False, progress: bool = True, device: str = "cpu") -> dict:
     """Train every seed (the recipe's, or ``seeds``), skipping finished ones unless ``force``.
 
+    A seed that another recipe with the same config hash (e.g. an ablation's default point) has
+    finished under ``out`` is copied from it, not retrained, unless ``force``.
+
     Returns the summary (mean and sd of every final metric) also written to ``summary.json``.
     Launched by torchrun, graph tasks and sampled node tasks (``train.sampler``) train
     data-parallel and only rank 0 writes and prints (other ranks return an empty dict); full-batch
@@ -57,6 +60,14 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
         if finished.exists() and not force:
             say(f"seed {seed}: finished run found in {seed_dir}, skipping it (use --force to retrain)")
             runs.append(json.loads(finished.read_text()))
+            continue
+        twin = None if force or seed_dir.exists() else _finished_twin(base, seed_dir.name)
+        if twin is not None:
+            if rank0:
+                _copy_twin(twin, base, seed_dir, resolved)
+            say(f"seed {seed}: {twin.parent.parent.name} has the same config hash and finished this seed; "
+                f"copied its run from {twin} (use --force to retrain)")
+            runs.append(json.loads((twin / "metrics.json").read_text()))
             continue
         if force and seed_dir.exists() and rank0:
             shutil.rmtree(seed_dir)
@@ -93,6 +104,24 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}")
     print(format_summary(summary["metrics"]))
     return summary
+
+
+def _finished_twin(base: Path, seed_name: str) -> Path | None:
+    """A finished seed of another recipe with the same config hash under the same output root."""
+    for metrics in sorted(base.parent.parent.glob(f"*/{base.name}/{seed_name}/metrics.json")):
+        if metrics.parent.parent != base:
+            return metrics.parent
+    return None
+
+
+def _copy_twin(twin: Path, base: Path, seed_dir: Path, resolved: str) -> None:
+    """Copy a twin recipe's finished seed into ``seed_dir``, with this recipe's resolved config."""
+    partial = seed_dir.with_name(f".{seed_dir.name}.copying")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(twin, partial)
+    (partial / "config.yaml").write_text(resolved)
+    (base / "config.yaml").write_text(resolved)
+    partial.rename(seed_dir)
 
 
 @contextlib.contextmanager
