@@ -11,6 +11,16 @@
     python tools/report.py runs/ltga --pruning        # also pruning validity (the paper's Table 5 layout)
     python tools/report.py runs/ltga --timing         # also seconds per training epoch, as each run recorded
     python tools/report.py runs/ltga --reference ltga_edge --plots figures/   # also the paper's figures as PNGs
+    python tools/report.py runs/ltga --reference ltga_edge --paper ltga \
+        --tuned qfrozen=qfrozen_*,entmax=entmax_* --oracle qfrozen=qfrozen_*   # the LTGA paper's numbers beside ours
+
+--paper ltga writes each cell the LTGA paper reports as "ours [paper]" (its table named per row in the
+notes), and gives avg, avg rank and the Friedman / Nemenyi tests twice: over the paper's datasets in the
+runs (accuracy), and over all datasets (Tolokers and Minesweeper add ROC-AUC). The paper's own Avg. is
+set beside ours only when the runs have all eight of its datasets. Rows match the paper by name: call
+the tuned rows qfrozen and entmax as above. --oracle NAME=GLOB adds the row "NAME (test oracle; not a
+baseline)": per dataset, the model with the best mean test score (the paper's Table 9 oracle), shown
+but never ranked or tested.
 
 --plots DIR writes the LTGA paper's Figures 2, 3, 4, 5, 7, 9 and 11 (zoo.analysis.figures.plots)
 from the same runs (those of --models and --reference, if given) and names on stderr each file written and each
@@ -30,7 +40,7 @@ from zoo.analysis.counterfactuals import LABEL_AGREEMENTS  # noqa: E402
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
 from zoo.analysis.mechanism_report import mechanism_runs, render_mechanism  # noqa: E402
 from zoo.analysis.pruning_report import pruning_table, render_pruning  # noqa: E402
-from zoo.analysis.report import render_report, report_table  # noqa: E402
+from zoo.analysis.report import PAPERS, render_report, report_table  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
 from zoo.analysis.table_statistics import HOLM_FAMILIES  # noqa: E402
 from zoo.analysis.tables import parse_tuned  # noqa: E402
@@ -47,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="test", choices=["test", "val"], help="split reported (default: test)")
     parser.add_argument("--tuned", help="NAME=GLOB,...: one row per NAME picking, per dataset, the matching "
                                         "model with the best mean validation main metric")
+    parser.add_argument("--oracle", help="NAME=GLOB,...: one row 'NAME (test oracle; not a baseline)' per NAME "
+                                         "picking, per dataset, the matching model with the best mean TEST main "
+                                         "metric; shown, never ranked or tested")
+    parser.add_argument("--paper", choices=sorted(PAPERS),
+                        help="set that paper's numbers beside ours (cited by table) and average / rank the "
+                             "paper's datasets apart from the others")
     parser.add_argument("--tune-seeds", help="seeds (e.g. 0-2) whose mean validation score a --tuned row picks on "
                                              "(default: every seed of each candidate)")
     parser.add_argument("--diagnostics", action="store_true",
@@ -74,10 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
         tuned = parse_tuned(args.tuned) if args.tuned else None
         tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
+        oracle = parse_tuned(args.oracle, "--oracle") if args.oracle else None
         if not 0 < args.alpha < 1:
             raise ReportError(f"alpha must lie in (0, 1), got {args.alpha}")
-        table = report_table(args.paths, models, args.reference, args.metric, args.split, tuned, tune_seeds)
-        markdown, frame = render_report(table, args.reference, args.alpha, args.holm)
+        table = report_table(args.paths, models, args.reference, args.metric, args.split, tuned, tune_seeds, oracle)
+        markdown, frame = render_report(table, args.reference, args.alpha, args.holm, args.paper)
         if args.diagnostics or args.pruning or args.timing or args.plots:
             every_run = collect_runs(args.paths)
             runs = every_run[every_run.model.isin(models)] if models else every_run

@@ -3,6 +3,10 @@
 :func:`render_markdown` writes the table with its notes, the paired tests and the rank tests;
 :func:`table_frame` gives the table's numbers; :func:`markdown_table` is the table syntax that the
 diagnostics and timing tables share.
+
+With a :class:`~zoo.analysis.ltga_paper.Paper`, each cell the paper reports reads ``ours [paper]``,
+and avg, avg rank and the rank tests are given once per block of datasets (``Paper.blocks``): the
+paper's own, then all of the runs'. Oracle rows are shown, never bolded, ranked or tested.
 """
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from zoo.analysis.ltga_paper import Paper
+from zoo.analysis.runs import ReportError
 from zoo.analysis.table_statistics import HOLM_FAMILIES, rank_analysis
 from zoo.analysis.tables import ResultsTable
 
@@ -46,29 +52,57 @@ def _metric_title(table: ResultsTable) -> str:
     return f"{table.split} {name}, {unit}mean ± sd over seeds"
 
 
-def _table_lines(table: ResultsTable) -> list[str]:
-    """The Table 1 block: one row per model, one column per dataset, then avg and avg rank."""
+def _cell_texts(table: ResultsTable, rows: list[str], paper: Paper | None) -> tuple[list[list[str]], int]:
+    """Per dataset, each row's ``mean ± sd`` (``(n=...)`` off the usual seed count; best of the
+    ranked rows bold; `` [paper mean ± sd]`` where the paper has the cell), and the usual count."""
     digits = 2 if table.percent else 4
-    mean, sd, n = table.mean, table.sd, table.n
+    mean, sd, n = (table.cells(stat, rows) for stat in ("mean", "std", "count"))
     typical = int(np.nanmax(n.to_numpy())) if n.notna().any().any() else 0
     columns = []
     for d in table.datasets:
         texts = []
-        for r in table.rows:
+        for r in rows:
             if np.isnan(mean.at[r, d]):
                 texts.append("-")
                 continue
             text = f"{mean.at[r, d]:.{digits}f}"
             text += "" if np.isnan(sd.at[r, d]) else f" ± {sd.at[r, d]:.{digits}f}"
             texts.append(text + ("" if n.at[r, d] == typical else f" (n={int(n.at[r, d])})"))
-        columns.append(_bold_best(mean[d], texts, not table.higher_is_better))
-    avg, rank = table.avg, table.avg_rank
-    columns.append(_bold_best(avg, ["-" if np.isnan(v) else f"{v:.{digits}f}" for v in avg],
-                              not table.higher_is_better))
-    columns.append(_bold_best(rank, ["-" if np.isnan(v) else f"{v:.2f}" for v in rank], True))
-    lines = [[row, *cells] for row, cells in zip(table.rows, zip(*columns))]
-    return markdown_table(["model", *table.datasets, "avg", "avg rank"], lines) + [
-        "", f"Cells: {typical} seeds unless marked (n=...); '-': no runs; best per column in bold."]
+        ranked = mean[d].where(mean.index.isin(table.rows))
+        texts = _bold_best(ranked, texts, not table.higher_is_better)
+        cited = [paper.cell(r, d) if paper else None for r in rows]
+        columns.append([t + (f" [{c[0]:.1f} ± {c[1]:.1f}]" if c else "") for t, c in zip(texts, cited)])
+    return columns, typical
+
+
+def _average_columns(table: ResultsTable, block: ResultsTable, rows: list[str], paper: Paper | None) -> list:
+    """The avg and avg rank columns of one block; oracle rows get an avg only where complete, no rank."""
+    digits = 2 if table.percent else 4
+    avg = block.avg.reindex(rows)
+    if table.oracles and block.complete_datasets:
+        avg.update(block.cells("mean", list(table.oracles))[block.complete_datasets].mean(axis=1, skipna=False))
+    texts = _bold_best(avg.where(avg.index.isin(table.rows)),
+                       ["-" if np.isnan(v) else f"{v:.{digits}f}" for v in avg], not table.higher_is_better)
+    if paper and paper.avg_comparable(block):
+        texts = [t + (f" [{paper.rows[r].avg:.1f}]" if r in paper.rows else "") for r, t in zip(rows, texts)]
+    rank = block.avg_rank.reindex(rows)
+    return [texts, _bold_best(rank, ["-" if np.isnan(v) else f"{v:.2f}" for v in rank], True)]
+
+
+def _table_lines(table: ResultsTable, blocks: list[tuple[str, ResultsTable]], paper: Paper | None) -> list[str]:
+    """The Table 1 block: one row per model (oracle rows last), one column per dataset, then avg and
+    avg rank for each block of datasets."""
+    rows = table.rows + list(table.oracles)
+    columns, typical = _cell_texts(table, rows, paper)
+    header = ["model", *table.datasets]
+    for label, block in blocks:
+        columns += _average_columns(table, block, rows, paper)
+        header += [f"avg ({label})", f"avg rank ({label})"] if label else ["avg", "avg rank"]
+    lines = [[row, *cells] for row, cells in zip(rows, zip(*columns))]
+    legend = f"Cells: {typical} seeds unless marked (n=...); '-': no runs; best per column in bold"
+    legend += f"; [...]: {paper.title}'s number (table named below)" if paper else ""
+    legend += "; oracle rows are never bold, ranked or tested" if table.oracles else ""
+    return markdown_table(header, lines) + ["", legend + "."]
 
 
 def _seed_text(seeds: list[int]) -> str:
@@ -78,8 +112,9 @@ def _seed_text(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds))
 
 
-def _notes(table: ResultsTable, ranks: dict) -> list[str]:
-    """Bullets under the table: tuned picks, empty tuned cells, unrun candidates, dropped datasets."""
+def _notes(table: ResultsTable, blocks: list[tuple[str, dict]], paper: Paper | None) -> list[str]:
+    """Bullets under the table: tuned and oracle picks, empty tuned cells, unrun candidates, each
+    block's datasets and dropped datasets, and the paper's citations."""
     notes = []
     for label, picks in table.picks.items():
         chosen = ", ".join(f"{d}: {m} (val {v:.2f})" for d, (m, v) in picks.items())
@@ -92,11 +127,19 @@ def _notes(table: ResultsTable, ranks: dict) -> list[str]:
     for label, absent in table.unrun.items():
         for dataset, models in absent.items():
             notes.append(f"- {label} on {dataset}: picked among the candidates that ran ({', '.join(models)} not run).")
-    if ranks["dropped"]:
-        dropped = "; ".join(f"{d} (missing: {', '.join(rows)})" for d, rows in ranks["dropped"].items())
-        notes.append(f"- avg, avg rank and the Friedman test use the {len(ranks['datasets'])} dataset(s) where "
-                     f"every row has runs; dropped: {dropped}.")
-    return notes
+    for label, picks in table.oracles.items():
+        chosen = ", ".join(f"{d}: {m} (test {v:.2f})" for d, (m, v) in picks.items())
+        notes.append(f"- {label}: per dataset, the model with the best mean TEST main metric, an upper bound that "
+                     f"no practitioner could pick; not in avg rank, paired tests or rank tests: {chosen or 'no runs'}.")
+    for label, ranks in blocks:
+        over = f" ({label}: {', '.join(ranks['datasets'] + list(ranks['dropped'])) or 'none'})" if label else ""
+        if ranks["dropped"]:
+            dropped = "; ".join(f"{d} (missing: {', '.join(rows)})" for d, rows in ranks["dropped"].items())
+            notes.append(f"- avg, avg rank and the Friedman test{over} use the {len(ranks['datasets'])} dataset(s) "
+                         f"where every row has runs; dropped: {dropped}.")
+        elif label:
+            notes.append(f"- avg, avg rank and the Friedman test{over} use every one of those datasets.")
+    return notes + (paper.notes(table, table.rows + list(table.oracles)) if paper else [])
 
 
 def _p(p: float) -> str:
@@ -127,10 +170,10 @@ def _paired_lines(comparisons: pd.DataFrame, table: ResultsTable, alpha: float) 
     return lines + (markdown_table(header, rows) if rows else ["No dataset has the reference and another row."])
 
 
-def _rank_lines(ranks: dict, alpha: float) -> list[str]:
-    """The Friedman and Nemenyi section, saying why a test was not run."""
+def _rank_lines(ranks: dict, alpha: float, label: str = "") -> list[str]:
+    """The Friedman and Nemenyi section (over the block ``label``, if any), saying why a test was not run."""
     k, n = len(ranks["ranks"]), len(ranks["datasets"])
-    lines = ["## Friedman test and Nemenyi critical difference", "",
+    lines = ["## Friedman test and Nemenyi critical difference" + (f": {label}" if label else ""), "",
              f"{k} rows over {n} complete dataset(s): {', '.join(ranks['datasets']) or 'none'}."]
     result = ranks["friedman"]
     if result is None:
@@ -153,25 +196,62 @@ def _rank_lines(ranks: dict, alpha: float) -> list[str]:
 
 
 def render_markdown(table: ResultsTable, comparisons: pd.DataFrame | None = None, ranks: dict | None = None,
-                    alpha: float = 0.05) -> str:
-    """The report as Markdown: the table and its notes, then paired tests and ranks when given."""
-    ranks = ranks if ranks is not None else rank_analysis(table, alpha)
-    lines = [f"# Results: {_metric_title(table)}", "", *_table_lines(table)]
-    notes = _notes(table, ranks)
+                    alpha: float = 0.05, paper: Paper | None = None) -> str:
+    """The report as Markdown: the table and its notes, then paired tests and ranks when given.
+
+    With ``paper`` (test accuracy only), cells the paper reports carry its number in brackets and
+    the averages and rank tests are computed per block of datasets (``ranks`` is then not used).
+
+    >>> print(render_markdown(table, paper=LTGA_PAPER))  # doctest: +SKIP
+    """
+    if paper is not None:
+        _check_paper_metric(table, paper)
+        blocks = paper.blocks(table)
+        analyses = [(label, rank_analysis(block, alpha)) for label, block in blocks]
+    else:
+        blocks = [("", table)]
+        analyses = [("", ranks if ranks is not None else rank_analysis(table, alpha))]
+    lines = [f"# Results: {_metric_title(table)}", "", *_table_lines(table, blocks, paper)]
+    notes = _notes(table, analyses, paper)
     lines += ["", *notes] if notes else []
     if comparisons is not None:
         lines += ["", *_paired_lines(comparisons, table, alpha)]
-    lines += ["", *_rank_lines(ranks, alpha)]
+    for label, analysis in analyses:
+        lines += ["", *_rank_lines(analysis, alpha, label)]
     return "\n".join(lines) + "\n"
 
 
-def table_frame(table: ResultsTable) -> pd.DataFrame:
-    """The table as numbers for CSV: per dataset ``<d>``, ``<d>_sd``, ``<d>_n``; avg, avg_rank, picked."""
-    frame = pd.DataFrame(index=pd.Index(table.rows, name="model"))
-    mean, sd, n = table.mean, table.sd, table.n
+def _check_paper_metric(table: ResultsTable, paper: Paper) -> None:
+    """The paper's tables are test accuracy: refuse to set them beside another split or metric."""
+    metrics = {table.main_metrics.get(d) if table.metric == "main" else table.metric
+               for d in table.datasets if d in paper.datasets}
+    if table.split != "test" or metrics - {"accuracy"}:
+        raise ReportError(f"{paper.title} reports test accuracy, but this table is {table.split} "
+                          f"{', '.join(sorted(map(str, metrics))) or table.metric}; drop the paper option or "
+                          "report --split test --metric main")
+
+
+def table_frame(table: ResultsTable, paper: Paper | None = None) -> pd.DataFrame:
+    """The table as numbers for CSV: per dataset ``<d>``, ``<d>_sd``, ``<d>_n``; avg, avg_rank (over
+    every complete dataset), picked; oracle rows last (no avg_rank). With ``paper``, also
+    ``<d>_paper``, ``<d>_paper_sd``, ``paper_row`` and avg / avg_rank over the paper's datasets."""
+    rows = table.rows + list(table.oracles)
+    frame = pd.DataFrame(index=pd.Index(rows, name="model"))
+    mean, sd, n = (table.cells(stat, rows) for stat in ("mean", "std", "count"))
     for d in table.datasets:
         frame[d], frame[f"{d}_sd"], frame[f"{d}_n"] = mean[d], sd[d], n[d].astype("Int64")
-    frame["avg"], frame["avg_rank"] = table.avg, table.avg_rank
-    frame["picked"] = ["; ".join(f"{d}={m}" for d, (m, _) in table.picks.get(row, {}).items())
-                       for row in table.rows]
+        if paper and d in paper.datasets:
+            cited = [paper.cell(r, d) or (np.nan, np.nan) for r in rows]
+            frame[f"{d}_paper"], frame[f"{d}_paper_sd"] = [c[0] for c in cited], [c[1] for c in cited]
+    complete = table.complete_datasets
+    frame["avg"] = mean[complete].mean(axis=1, skipna=False) if complete else np.nan
+    frame["avg_rank"] = table.avg_rank
+    if paper:
+        inside = table.restricted(paper.datasets)
+        done = inside.complete_datasets
+        frame["avg_paper_datasets"] = mean[done].mean(axis=1, skipna=False) if done else np.nan
+        frame["avg_rank_paper_datasets"] = inside.avg_rank
+        frame["paper_row"] = [f"{paper.rows[r].table}: {paper.rows[r].name}" if r in paper.rows else "" for r in rows]
+    picks = {**table.picks, **table.oracles}
+    frame["picked"] = ["; ".join(f"{d}={m}" for d, (m, _) in picks.get(row, {}).items()) for row in rows]
     return frame

@@ -7,46 +7,69 @@ usable on its own:
 :func:`~zoo.analysis.table_statistics.paired_comparisons` and
 :func:`~zoo.analysis.table_statistics.rank_analysis` (statistics), then
 :func:`~zoo.analysis.rendering.render_markdown` and :func:`~zoo.analysis.rendering.table_frame`.
+``paper="ltga"`` sets the LTGA paper's numbers beside ours (:data:`PAPERS`, :mod:`zoo.analysis.ltga_paper`).
 """
 from __future__ import annotations
 
 import pandas as pd
 
+from zoo.analysis.ltga_paper import LTGA_PAPER, Paper
 from zoo.analysis.rendering import render_markdown, table_frame
 from zoo.analysis.runs import ReportError, collect_runs
 from zoo.analysis.table_statistics import paired_comparisons, rank_analysis
 from zoo.analysis.tables import ResultsTable, results_table
 
+PAPERS = {"ltga": LTGA_PAPER}
+"""Name (``tools/report.py --paper NAME``) -> the paper whose numbers a report can set beside ours."""
+
+
+def find_paper(name: str | None) -> Paper | None:
+    """The paper called ``name`` in :data:`PAPERS` (None for None).
+
+    >>> find_paper("ltga").title
+    'the LTGA paper'
+    """
+    if name is None:
+        return None
+    if name not in PAPERS:
+        raise ReportError(f"no paper named {name!r}; known: {', '.join(PAPERS)}")
+    return PAPERS[name]
+
 
 def report_table(paths, models=None, reference: str | None = None, metric: str = "main", split: str = "test",
-                 tuned: dict | None = None, tune_seeds=None) -> ResultsTable:
+                 tuned: dict | None = None, tune_seeds=None, oracle: dict | None = None) -> ResultsTable:
     """The results table of the runs under ``paths`` (see ``results_table``): what the report
     renders and the critical-difference figure ranks.
 
-    >>> table = report_table(["runs"], reference="ltga_edge")  # doctest: +SKIP
+    >>> table = report_table(["runs"], reference="ltga_edge", oracle={"qfrozen": "qfrozen_*"})  # doctest: +SKIP
     """
-    return results_table(collect_runs(paths), models, metric, split, tuned, reference, tune_seeds)
+    return results_table(collect_runs(paths), models, metric, split, tuned, reference, tune_seeds, oracle)
 
 
 def render_report(table: ResultsTable, reference: str | None = None, alpha: float = 0.05,
-                  holm_family: str = "dataset") -> tuple[str, pd.DataFrame]:
+                  holm_family: str = "dataset", paper: str | None = None) -> tuple[str, pd.DataFrame]:
     """Markdown report and CSV frame of ``table``; the paired tests' Holm family is ``holm_family``
-    (see ``paired_comparisons``), named in the report."""
+    (see ``paired_comparisons``), named in the report; ``paper`` (a name in :data:`PAPERS`) sets
+    that paper's numbers beside ours and splits averages and rank tests by its datasets."""
     if not 0 < alpha < 1:
         raise ReportError(f"alpha must lie in (0, 1), got {alpha}")
+    found = find_paper(paper)
     comparisons = paired_comparisons(table, reference, alpha, holm_family) if reference else None
-    return render_markdown(table, comparisons, rank_analysis(table, alpha), alpha), table_frame(table)
+    ranks = None if found else rank_analysis(table, alpha)
+    return render_markdown(table, comparisons, ranks, alpha, found), table_frame(table, found)
 
 
 def make_report(paths, models=None, reference: str | None = None, metric: str = "main", split: str = "test",
                 tuned: dict | None = None, alpha: float = 0.05, tune_seeds=None,
-                holm_family: str = "dataset") -> tuple[str, pd.DataFrame]:
+                holm_family: str = "dataset", oracle: dict | None = None,
+                paper: str | None = None) -> tuple[str, pd.DataFrame]:
     """Markdown report and CSV frame for the runs under ``paths``: :func:`report_table`, then
     :func:`render_report`.
 
-    >>> markdown, frame = make_report(["runs"], reference="ltga_edge", tuned={"qfrozen": "qfrozen_*"})  # doctest: +SKIP
+    >>> markdown, frame = make_report(["runs"], reference="ltga_edge", tuned={"qfrozen": "qfrozen_*"},
+    ...                               oracle={"qfrozen": "qfrozen_*"}, paper="ltga")  # doctest: +SKIP
     """
     if not 0 < alpha < 1:
         raise ReportError(f"alpha must lie in (0, 1), got {alpha}")
-    return render_report(report_table(paths, models, reference, metric, split, tuned, tune_seeds), reference, alpha,
-                         holm_family)
+    table = report_table(paths, models, reference, metric, split, tuned, tune_seeds, oracle)
+    return render_report(table, reference, alpha, holm_family, paper)

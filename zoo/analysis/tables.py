@@ -13,9 +13,13 @@ Choices, also stated in the rendered report:
   a few seeds and only the pick run on all of them. A dataset where some candidate lacks a tuning
   seed gets no tuned cell, and the report names the missing runs; candidates with no runs at all
   on a dataset (a smaller grid there, or not yet run) are named in a note beside the pick.
+* An "oracle" row (the LTGA paper's Table 9 "test oracle; not a baseline") picks, per dataset, the
+  matching model with the best mean *test* main metric. It bounds what a perfect per-dataset choice
+  could gain, so it is shown but kept out of ``rows``: out of avg rank, paired tests and rank tests.
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 from dataclasses import dataclass, field
@@ -32,8 +36,13 @@ PERCENT_METRICS = frozenset({"accuracy", "macro_f1", "roc_auc"})
 LOWER_IS_BETTER = frozenset({"nll", "brier", "ece", "mae", "rmse", "loss"})
 
 
-def parse_tuned(spec: str | None) -> dict[str, str]:
-    """``"qfrozen=qfrozen_*,entmax=entmax_*"`` -> ``{"qfrozen": "qfrozen_*", "entmax": "entmax_*"}``.
+ORACLE_SUFFIX = " (test oracle; not a baseline)"
+"""Appended to an oracle row's name, as the LTGA paper's Table 9 labels its row."""
+
+
+def parse_tuned(spec: str | None, option: str = "--tuned") -> dict[str, str]:
+    """``"qfrozen=qfrozen_*,entmax=entmax_*"`` -> ``{"qfrozen": "qfrozen_*", "entmax": "entmax_*"}``
+    (``option`` names the command-line option in the error).
 
     >>> parse_tuned("qfrozen=qfrozen_*")
     {'qfrozen': 'qfrozen_*'}
@@ -42,7 +51,7 @@ def parse_tuned(spec: str | None) -> dict[str, str]:
     for item in (spec or "").split(","):
         name, sep, pattern = (part.strip() for part in item.partition("="))
         if not (sep and name and pattern):
-            raise ReportError(f"--tuned takes NAME=PATTERN items separated by commas, got {item!r}")
+            raise ReportError(f"{option} takes NAME=PATTERN items separated by commas, got {item!r}")
         tuned[name] = pattern
     return tuned
 
@@ -53,10 +62,12 @@ def order_datasets(datasets) -> list[str]:
     return known + sorted(set(datasets) - set(known))
 
 
-def _scores(df: pd.DataFrame, metric: str, split: str) -> pd.DataFrame:
-    """``df`` plus ``score`` (``metric`` on ``split``) and ``val_main``, in percent where that fits."""
+def _scores(df: pd.DataFrame, metric: str, split: str, oracle: bool = False) -> pd.DataFrame:
+    """``df`` plus ``score`` (``metric`` on ``split``), ``val_main`` and, for an oracle row,
+    ``test_main``, in percent where that fits."""
     names = df.main_metric if metric == "main" else pd.Series(metric, index=df.index)
-    for where, name in sorted({(split, n) for n in names} | {("val", n) for n in df.main_metric}):
+    mains = ("val", "test") if oracle else ("val",)
+    for where, name in sorted({(split, n) for n in names} | {(w, n) for w in mains for n in df.main_metric}):
         if f"{where}_{name}" not in df:
             available = sorted(c.split("_", 1)[1] for c in df if c.startswith(f"{where}_"))
             raise ReportError(f"no metric {name!r} on split {where!r} in the runs; "
@@ -66,7 +77,8 @@ def _scores(df: pd.DataFrame, metric: str, split: str) -> pd.DataFrame:
         picked = np.array([df.at[i, f"{where}_{name}"] for i, name in names.items()], dtype=float)
         return picked * np.where(names.isin(PERCENT_METRICS), 100.0, 1.0)
 
-    return df.assign(score=values(split, names), val_main=values("val", df.main_metric)).dropna(subset=["score"])
+    main = {f"{where}_main": values(where, df.main_metric) for where in mains}
+    return df.assign(score=values(split, names), **main).dropna(subset=["score"])
 
 
 @dataclass
@@ -76,7 +88,9 @@ class ResultsTable:
     ``scores[(row, dataset)]`` is a Series indexed by seed (missing cells are absent);
     ``picks[row][dataset]`` is ``(model, mean validation main metric)`` for tuned rows;
     ``incomplete[row][dataset]`` says which tuning runs a tuned cell left empty still lacks;
-    ``unrun[row][dataset]`` lists the candidates with no runs on a dataset that has a pick.
+    ``unrun[row][dataset]`` lists the candidates with no runs on a dataset that has a pick;
+    ``oracles[row][dataset]`` is ``(model, mean test main metric)`` for oracle rows, which are
+    not in ``rows`` (so out of every statistic) but have cells in ``scores``.
     """
 
     metric: str
@@ -91,27 +105,40 @@ class ResultsTable:
     tune_seeds: list | None = None
     incomplete: dict = field(default_factory=dict)
     unrun: dict = field(default_factory=dict)
+    oracles: dict = field(default_factory=dict)
 
-    def _frame(self, stat: str) -> pd.DataFrame:
-        cells = {(r, d): getattr(self.scores[r, d], stat)() for r in self.rows for d in self.datasets
+    def cells(self, stat: str, rows=None) -> pd.DataFrame:
+        """Rows (default ``rows``; oracle rows may be asked for) x datasets of ``stat`` ("mean",
+        "std" or "count") over each cell's seeds, NaN where a row has no runs."""
+        rows = self.rows if rows is None else list(rows)
+        cells = {(r, d): getattr(self.scores[r, d], stat)() for r in rows for d in self.datasets
                  if (r, d) in self.scores}
-        return pd.DataFrame([[cells.get((r, d), np.nan) for d in self.datasets] for r in self.rows],
-                            index=self.rows, columns=self.datasets, dtype=float)
+        return pd.DataFrame([[cells.get((r, d), np.nan) for d in self.datasets] for r in rows],
+                            index=rows, columns=self.datasets, dtype=float)
+
+    def restricted(self, datasets) -> ResultsTable:
+        """The same table over those of its datasets that are in ``datasets`` (order kept): its
+        avg, avg rank and rank tests then run over that block alone.
+
+        >>> table.restricted(["cora", "texas"]).avg_rank  # doctest: +SKIP
+        """
+        keep = set(datasets)
+        return dataclasses.replace(self, datasets=[d for d in self.datasets if d in keep])
 
     @property
     def mean(self) -> pd.DataFrame:
         """Rows x datasets means over seeds (NaN where a row has no runs)."""
-        return self._frame("mean")
+        return self.cells("mean")
 
     @property
     def sd(self) -> pd.DataFrame:
         """Rows x datasets sample standard deviations (n - 1; NaN for a single seed)."""
-        return self._frame("std")
+        return self.cells("std")
 
     @property
     def n(self) -> pd.DataFrame:
         """Rows x datasets seed counts (NaN where a row has no runs)."""
-        return self._frame("count")
+        return self.cells("count")
 
     @property
     def complete_datasets(self) -> list[str]:
@@ -133,40 +160,49 @@ class ResultsTable:
         return pd.Series(average_ranks(complete.to_numpy(), self.higher_is_better), index=self.rows)
 
 
-def _rows(available: list[str], models, tuned: dict, reference) -> tuple[list[str], dict]:
-    """Row labels in order (models, tuned rows, then the reference) and ``{tuned label: models}``."""
+def _matches(available: list[str], patterns: dict, suffix: str, option: str) -> dict:
+    """``{name + suffix: models matching its glob}``; a glob that matches nothing is an error."""
     matched = {}
-    for name, pattern in tuned.items():
-        matched[f"{name} (tuned)"] = fnmatch.filter(available, pattern)
-        if not matched[f"{name} (tuned)"]:
-            raise ReportError(f"--tuned pattern {pattern!r} matches no model; "
+    for name, pattern in patterns.items():
+        matched[name + suffix] = fnmatch.filter(available, pattern)
+        if not matched[name + suffix]:
+            raise ReportError(f"{option} pattern {pattern!r} matches no model; "
                               f"models in the runs: {', '.join(available)}")
-    consumed = set(itertools.chain(*matched.values()))
+    return matched
+
+
+def _rows(available: list[str], models, tuned: dict, reference, oracle: dict) -> tuple[list[str], dict, dict]:
+    """Row labels in order (models, tuned rows, then the reference), ``{tuned label: models}`` and
+    ``{oracle label: models}``."""
+    matched = _matches(available, tuned, " (tuned)", "--tuned")
+    oracles = _matches(available, oracle, ORACLE_SUFFIX, "--oracle")
+    consumed = set(itertools.chain(*matched.values(), *oracles.values()))
     plain = list(models) if models else [m for m in available if m not in consumed or m == reference]
     tail = [reference] if reference and reference not in plain and reference not in matched else []
     for model in plain + tail:
         if model not in available:
             raise ReportError(f"no runs of model {model!r}; models in the runs: {', '.join(available)}")
-    return plain + list(matched) + tail, matched
+    return plain + list(matched) + tail, matched, oracles
 
 
 def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: str = "test",
                   tuned: dict | None = None, reference: str | None = None,
-                  tune_seeds=None) -> ResultsTable:
+                  tune_seeds=None, oracle: dict | None = None) -> ResultsTable:
     """Summarise ``collect_runs`` output into rows (models, tuned rows, reference) x datasets.
 
     ``metric`` is ``"main"`` (each dataset's main metric) or a metric name; accuracy, macro-F1
     and ROC-AUC are in percent. ``models`` defaults to every model not matched by a tuned
     pattern. ``tuned`` maps a row name to a glob over model names (see the module notes).
     ``reference``, if not among the rows, is added as the last row. ``tune_seeds`` (seeds) limits
-    the validation mean a tuned row picks on to those seeds.
+    the validation mean a tuned row picks on to those seeds. ``oracle`` maps a row name to a glob
+    whose best model by mean test main metric fills each cell (shown, never ranked or tested).
 
     >>> table = results_table(collect_runs("runs"), models=["gat"], reference="ltga_edge")  # doctest: +SKIP
     >>> table.mean.round(2)                                                                  # doctest: +SKIP
     """
-    df = _scores(df, metric, split)
-    rows, matched = _rows(sorted(df.model.unique()), models, tuned or {}, reference)
-    used = df[df.model.isin(set(rows) | set(itertools.chain(*matched.values())))]
+    df = _scores(df, metric, split, oracle=bool(oracle))
+    rows, matched, oracles = _rows(sorted(df.model.unique()), models, tuned or {}, reference, oracle or {})
+    used = df[df.model.isin(set(rows) | set(itertools.chain(*matched.values(), *oracles.values())))]
     for (dataset, model), hashes in used.groupby(["dataset", "model"]).config_hash.unique().items():
         if len(hashes) > 1:
             raise ReportError(f"{model} on {dataset} has runs of {len(hashes)} configurations ({', '.join(hashes)});"
@@ -198,11 +234,19 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
             best = pick_best(val, lower)
             picks[label][dataset] = (best, val[best])
             scores[label, dataset] = cells[best, dataset].score
+    oracle_picks = {label: {} for label in oracles}
+    for label, candidates in oracles.items():
+        for dataset in order_datasets(used.dataset):
+            test = {m: cells[m, dataset].test_main.mean() for m in candidates if (m, dataset) in cells}
+            if test:
+                best = pick_best(test, lower)
+                oracle_picks[label][dataset] = (best, test[best])
+                scores[label, dataset] = cells[best, dataset].score
     return ResultsTable(metric=metric, split=split, rows=rows, datasets=order_datasets(used.dataset),
                         scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
                         percent=names <= PERCENT_METRICS, higher_is_better=higher, picks=picks,
                         tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None, incomplete=incomplete,
-                        unrun=unrun)
+                        unrun=unrun, oracles=oracle_picks)
 
 
 def pick_best(val: dict[str, float], lower_is_better: bool) -> str:
