@@ -128,7 +128,7 @@ def test_paper_cells_sit_exactly_where_the_paper_has_them(paper_report):
     assert rows[oracle]["texas"] == f"{70 + DRIFT:.2f} ± 2.11 [58.4 ± 6.0]"   # best on test, yet not bold
     assert rows["gat"]["tolokers"] == f"**{90 + DRIFT:.2f} ± 2.11**"
     notes = paper_report[0]
-    assert '- [bracketed]: the LTGA paper\'s test accuracy (%, mean ± sd over its 10 seeds), Table 1: gat = "GAT", ' \
+    assert '- [bracketed]: the LTGA paper\'s test accuracy (%, mean ± sd over 10 seeds), Table 1: gat = "GAT", ' \
            'ltga_edge = "LTGA-Edge".' in notes
     assert 'Table 9: qfrozen (tuned) = "Fixed-q (tuned on val.)", ' \
            f'{oracle} = "Fixed-q (test oracle; not a baseline)".' in notes

@@ -1,11 +1,14 @@
-"""render_markdown, table_frame and markdown_table on hand-built tables, against hand-written Markdown."""
+"""render_markdown, table_frame and markdown_table on hand-built tables (alone, or beside a small hand-made
+paper), against hand-written Markdown."""
 import math
 
 import pandas as pd
 import pytest
 
 from tests.analysis.report_inputs import table_of
+from zoo.analysis.ltga_paper import Paper, PaperRow
 from zoo.analysis.rendering import markdown_table, render_markdown, table_frame
+from zoo.analysis.runs import ReportError
 
 
 def percent_table(**options):
@@ -119,3 +122,58 @@ def test_markdown_table():
     assert markdown_table(["model", "n"], [["gat", "10"], ["ltga", "3"]]) == [
         "| model | n |", "|---|---|", "| gat | 10 |", "| ltga | 3 |"]
     assert markdown_table(["a"], []) == ["| a |", "|---|"]
+
+
+ORACLE = "o (test oracle; not a baseline)"
+SMALL_PAPER = Paper("a paper", "test accuracy (%)", ("d1", "d3"),
+                    {"a": PaperRow("Table 7", "A", {"d1": (79.0, 1.5), "d3": (1.0, 0.0)}, 40.0),
+                     ORACLE: PaperRow("Table 8", "O", {"d1": (85.0, 0.5)}, 50.0)})
+
+
+def test_report_beside_a_paper_with_an_oracle_row():
+    # a is cited on d1 (the paper has no d2); b has no paper row; the oracle (90 +- 1 on d1) is shown, never bold or
+    # ranked. Blocks: the paper's datasets (d1) and all (d1, d2: d2 dropped, a lacks it). d3 has no runs, so the
+    # paper's Avg. over d1 and d3 is not set beside ours.
+    table = percent_table(oracles={ORACLE: {"d1": ("x", 90.0)}})
+    table.scores[ORACLE, "d1"] = pd.Series({0: 90.0, 1: 91.0, 2: 89.0})
+    markdown = render_markdown(table, paper=SMALL_PAPER)
+    assert markdown.split("\n\n## ")[0] == """\
+# Results: test main metric (accuracy on d1; roc_auc on d2), in %, mean ± sd over seeds
+
+| model | d1 | d2 | avg (paper's datasets) | avg rank (paper's datasets) | avg (all datasets) | avg rank (all datasets) |
+|---|---|---|---|---|---|---|
+| a | **81.00 ± 1.41 (n=2)** [79.0 ± 1.5] | - | **81.00** | **1.00** | **81.00** | **1.00** |
+| b | 72.00 ± 2.00 | **60.00 (n=1)** | 72.00 | 2.00 | 72.00 | 2.00 |
+| o (test oracle; not a baseline) | 90.00 ± 1.00 [85.0 ± 0.5] | - | 90.00 | - | 90.00 | - |
+
+Cells: 3 seeds unless marked (n=...); '-': no runs; best per column in bold; [...]: a paper's number (table named \
+below); oracle rows are never bold, ranked or tested.
+
+- o (test oracle; not a baseline): per dataset, the model with the best mean TEST main metric, an upper bound that \
+no practitioner could pick; not in avg rank, paired tests or rank tests: d1: x (test 90.00).
+- avg, avg rank and the Friedman test (paper's datasets: d1) use every one of those datasets.
+- avg, avg rank and the Friedman test (all datasets: d1, d2) use the 1 dataset(s) where every row has runs; \
+dropped: d2 (missing: a).
+- [bracketed]: a paper's test accuracy (%), Table 7: a = "A".
+- [bracketed]: a paper's test accuracy (%), Table 8: o (test oracle; not a baseline) = "O".
+- No row of a paper for: b.
+- Not in a paper (no brackets): d2 (roc_auc).
+- A paper's Avg. (over its 2 datasets) is not set beside ours: ours over the paper's datasets lacks d3 (no runs, \
+or not by every row), so the two would average different datasets."""
+    sections = markdown.split("\n\n## ")[1:]
+    assert [s.splitlines()[0] for s in sections] == ["Friedman test and Nemenyi critical difference: paper's datasets",
+                                                     "Friedman test and Nemenyi critical difference: all datasets"]
+    assert all("average ranks: a 1.00, b 2.00." in s and ORACLE not in s for s in sections)
+    frame = table_frame(table, SMALL_PAPER)
+    assert frame.index.tolist() == ["a", "b", ORACLE] and "d2_paper" not in frame
+    assert frame.d1_paper.tolist()[0::2] == [79.0, 85.0] and math.isnan(frame.at["b", "d1_paper"])
+    assert frame.paper_row.tolist() == ["Table 7: A", "", "Table 8: O"]
+    assert frame.avg.tolist() == [81.0, 72.0, 90.0] and math.isnan(frame.at[ORACLE, "avg_rank"])
+    assert frame.at[ORACLE, "picked"] == "d1=x"
+
+
+def test_a_paper_of_test_accuracy_refuses_other_numbers():
+    with pytest.raises(ReportError, match="a paper reports test accuracy, but this table is val accuracy"):
+        render_markdown(percent_table(split="val"), paper=SMALL_PAPER)
+    with pytest.raises(ReportError, match="but this table is test ece"):
+        render_markdown(percent_table(metric="ece"), paper=SMALL_PAPER)

@@ -80,3 +80,21 @@ def test_holm_family_option_names_itself(runs, capsys):
     assert "Holm-corrected over the comparisons within each dataset;" in default
     assert "Holm-corrected over every comparison of the table (all datasets at once);" in across
     assert across.split("## Paired tests")[0] == default.split("## Paired tests")[0]  # the table itself is unchanged
+
+
+def test_cli_sets_the_ltga_paper_beside_ours_with_an_oracle_row(runs, capsys):
+    tool = load_tool("report")
+    assert tool.main([str(runs), "--reference", "ltga_edge", "--tuned", "qfrozen=qfrozen_*",
+                      "--oracle", "qfrozen=qfrozen_*", "--paper", "ltga"]) == 0
+    out = capsys.readouterr().out
+    assert "| qfrozen (test oracle; not a baseline) |" in out and "[58.4 ± 6.0]" in out   # Table 9's oracle, Texas
+    assert "| avg (paper's datasets) | avg rank (paper's datasets) | avg (all datasets) | avg rank (all datasets) |" \
+        in out
+    assert "## Friedman test and Nemenyi critical difference: paper's datasets" in out
+    assert tool.main([str(runs), "--oracle", "qfrozen"]) == 2
+    assert "--oracle takes NAME=PATTERN items separated by commas, got 'qfrozen'" in capsys.readouterr().err
+    assert tool.main([str(runs), "--paper", "ltga", "--split", "val"]) == 2
+    assert "the LTGA paper reports test accuracy, but this table is val accuracy" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        tool.main([str(runs), "--paper", "gat"])
+    assert exit_info.value.code == 2 and "invalid choice: 'gat'" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from tests.analysis.report_inputs import OFFSETS, table_of, write_mae_run, write
 from zoo.analysis.rendering import render_markdown
 from zoo.analysis.report import make_report
 from zoo.analysis.runs import ReportError, collect_runs
+from zoo.analysis.table_statistics import paired_comparisons, rank_analysis
 from zoo.analysis.tables import ResultsTable, order_datasets, parse_tuned, pick_best, results_table
 
 
@@ -141,3 +142,35 @@ def test_parse_tuned_and_its_errors():
 def test_order_datasets_paper_order_then_sorted():
     assert order_datasets(["zinc", "tolokers", "texas", "cora", "amazon_ratings", "cora", "abc"]) == \
         ["cora", "texas", "amazon_ratings", "tolokers", "abc", "zinc"]
+
+
+def test_oracle_row_picks_by_test_and_is_not_a_ranked_row(runs):
+    table = results_table(collect_runs(runs), tuned={"q": "qfrozen_*"}, oracle={"q": "qfrozen_*"},
+                          reference="ltga_edge")
+    oracle = "q (test oracle; not a baseline)"
+    assert table.rows == ["gat", "gatv2", "ltga_edge", "q (tuned)"]   # qfrozen_* consumed by both, oracle apart
+    drift = 100 * np.mean(OFFSETS * np.arange(5) / 2)
+    # test means: texas 1.5 -> 50, 2.0 -> 70; cora 82 vs 79; tolokers 76 vs 72 (validation picks the other one)
+    assert table.oracles[oracle] == {"cora": ("qfrozen_1.5", pytest.approx(82 + drift)),
+                                     "texas": ("qfrozen_2.0", pytest.approx(70 + drift)),
+                                     "tolokers": ("qfrozen_1.5", pytest.approx(76 + drift))}
+    assert {d: m for d, (m, _) in table.picks["q (tuned)"].items()} == \
+        {"cora": "qfrozen_2.0", "texas": "qfrozen_1.5", "tolokers": "qfrozen_2.0"}
+    assert table.scores[oracle, "texas"].mean() == pytest.approx(70 + drift)
+    assert oracle not in table.mean.index and oracle not in table.avg_rank.index
+    assert table.cells("mean", [oracle]).at[oracle, "cora"] == pytest.approx(82 + drift)
+    assert oracle not in set(paired_comparisons(table, "ltga_edge").model)
+    assert oracle not in rank_analysis(table)["ranks"].index
+    with pytest.raises(ReportError, match="--oracle pattern 'zz_\\*' matches no model"):
+        results_table(collect_runs(runs), oracle={"z": "zz_*"})
+    with pytest.raises(ReportError, match="--oracle takes NAME=PATTERN items"):
+        parse_tuned("q", "--oracle")
+
+
+def test_restricted_table_averages_and_ranks_its_block_only():
+    table = hand_table()
+    block = table.restricted(["d2", "d3", "zz"])
+    assert block.datasets == ["d2", "d3"] and table.datasets == ["d1", "d2", "d3"]
+    assert block.complete_datasets == ["d2"]                  # c lacks d3
+    assert block.avg.tolist() == [5.0, 8.0, 1.5]
+    assert block.avg_rank.tolist() == [2.0, 1.0, 3.0]         # d2 alone: b 8, a 5, c 1.5

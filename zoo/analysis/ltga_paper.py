@@ -182,13 +182,15 @@ class PaperRow:
 
 @dataclass(frozen=True)
 class Paper:
-    """A paper's numbers beside a report: its title, its datasets, and the paper row of each report row.
+    """A paper's numbers beside a report: its title, what its cells measure, its datasets, and the
+    paper row of each report row.
 
     With a paper, a report's averages and rank tests run over two blocks of datasets
     (:meth:`blocks`): the paper's own (accuracy), then all datasets of the runs.
     """
 
     title: str
+    measure: str
     datasets: tuple
     rows: dict
 
@@ -217,7 +219,7 @@ class Paper:
         for row in rows:
             if row in self.rows:
                 by_table.setdefault(self.rows[row].table, []).append(f'{row} = "{self.rows[row].name}"')
-        notes = [f"- [bracketed]: {self.title}'s test accuracy (%, mean ± sd over its 10 seeds), {name}: "
+        notes = [f"- [bracketed]: {self.title}'s {self.measure}, {name}: "
                  + ", ".join(cited) + "." for name, cited in sorted(by_table.items(), key=lambda t: int(t[0][6:]))]
         unmatched = [row for row in rows if row not in self.rows]
         if unmatched:
@@ -245,6 +247,6 @@ def paper_row(table: str, name: str) -> PaperRow:
     return PaperRow(table, name, dict(zip(PAPER_DATASETS, zip(means, sds))), avg)
 
 
-LTGA_PAPER = Paper("the LTGA paper", PAPER_DATASETS,
+LTGA_PAPER = Paper("the LTGA paper", "test accuracy (%, mean ± sd over 10 seeds)", PAPER_DATASETS,
                    {row: paper_row(table, name) for row, (table, name) in ZOO_ROWS.items()})
 """The LTGA paper beside a report (``tools/report.py --paper ltga``)."""
