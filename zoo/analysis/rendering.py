@@ -132,7 +132,8 @@ def _notes(table: ResultsTable, blocks: list[tuple[str, dict]], paper: Paper | N
         notes.append(f"- {label}: per dataset, the model with the best mean TEST main metric, an upper bound that "
                      f"no practitioner could pick; not in avg rank, paired tests or rank tests: {chosen or 'no runs'}.")
     for label, ranks in blocks:
-        over = f" ({label}: {', '.join(ranks['datasets'] + list(ranks['dropped'])) or 'none'})" if label else ""
+        inside = [d for d in table.datasets if d in ranks["datasets"] or d in ranks["dropped"]]
+        over = f" ({label}: {', '.join(inside)})" if label else ""
         if ranks["dropped"]:
             dropped = "; ".join(f"{d} (missing: {', '.join(rows)})" for d, rows in ranks["dropped"].items())
             notes.append(f"- avg, avg rank and the Friedman test{over} use the {len(ranks['datasets'])} dataset(s) "
