@@ -32,8 +32,9 @@ REPEATED = [[("Table 1", "GATv2"), ("Table 4", "GATv2 scoring + softmax"), ("Tab
              ("Table 12", "GATv2")],
             [("Table 1", "LTGA-Head"), ("Table 4", "GATv2 scoring + learned q"), ("Table 9", "LTGA-Head (learned q)"),
              ("Table 10", "LTGA-Head (learned q)"), ("Table 11", "LTGA-Head (learned q)"), ("Table 12", "LTGA-Head")],
-            [("Table 1", "LTGA-Edge"), ("Table 9", "LTGA-Edge (learned q_ij)"), ("Table 10", "LTGA-Edge (learned q_ij)"),
-             ("Table 11", "LTGA-Edge (learned q_ij)"), ("Table 12", "LTGA-Edge")],
+            [("Table 1", "LTGA-Edge"), ("Table 9", "LTGA-Edge (learned q_ij)"),
+             ("Table 10", "LTGA-Edge (learned q_ij)"), ("Table 11", "LTGA-Edge (learned q_ij)"),
+             ("Table 12", "LTGA-Edge")],
             [("Table 1", "GAT"), ("Table 12", "GAT")],
             [("Table 9", "q=1.5 (frozen)"), ("Table 10", "q-softmax, q=1.5 (frozen)")],
             [("Table 9", "q=2.0 (frozen)"), ("Table 10", "q-softmax, q=2.0 (frozen)")]]

@@ -140,7 +140,8 @@ def test_report_beside_a_paper_with_an_oracle_row():
     assert markdown.split("\n\n## ")[0] == """\
 # Results: test main metric (accuracy on d1; roc_auc on d2), in %, mean ± sd over seeds
 
-| model | d1 | d2 | avg (paper's datasets) | avg rank (paper's datasets) | avg (all datasets) | avg rank (all datasets) |
+| model | d1 | d2 | avg (paper's datasets) | avg rank (paper's datasets) | avg (all datasets) \
+| avg rank (all datasets) |
 |---|---|---|---|---|---|---|
 | a | **81.00 ± 1.41 (n=2)** [79.0 ± 1.5] | - | **81.00** | **1.00** | **81.00** | **1.00** |
 | b | 72.00 ± 2.00 | **60.00 (n=1)** | 72.00 | 2.00 | 72.00 | 2.00 |

@@ -201,7 +201,7 @@ class Paper:
 
     def blocks(self, table: ResultsTable) -> list[tuple[str, ResultsTable]]:
         """``[(label, table restricted to the block)]``: the paper's datasets present in ``table``,
-        then all its datasets when some lie outside the paper's (each block only if non-empty)."""
+        then all of the table's datasets when some lie outside the paper's (each block only if non-empty)."""
         inside = table.restricted(self.datasets)
         blocks = [("paper's datasets", inside)] if inside.datasets else []
         if len(inside.datasets) < len(table.datasets):
@@ -219,8 +219,9 @@ class Paper:
         for row in rows:
             if row in self.rows:
                 by_table.setdefault(self.rows[row].table, []).append(f'{row} = "{self.rows[row].name}"')
-        notes = [f"- [bracketed]: {self.title}'s {self.measure}, {name}: "
-                 + ", ".join(cited) + "." for name, cited in sorted(by_table.items(), key=lambda t: int(t[0][6:]))]
+        in_table_order = sorted(by_table.items(), key=lambda item: (len(item[0]), item[0]))  # Table 9 before 10
+        notes = [f"- [bracketed]: {self.title}'s {self.measure}, {name}: {', '.join(cited)}."
+                 for name, cited in in_table_order]
         unmatched = [row for row in rows if row not in self.rows]
         if unmatched:
             notes.append(f"- No row of {self.title} for: {', '.join(unmatched)}.")
@@ -231,9 +232,9 @@ class Paper:
         inside = table.restricted(self.datasets)
         if not self.avg_comparable(inside):
             lacking = [d for d in self.datasets if d not in inside.complete_datasets]
-            notes.append(f"- {self.title[0].upper() + self.title[1:]}'s Avg. (over its {len(self.datasets)} datasets) is not set beside ours: "
-                         f"ours over the paper's datasets lacks {', '.join(lacking)} (no runs, or not by every row), "
-                         "so the two would average different datasets.")
+            notes.append(f"- {self.title[0].upper() + self.title[1:]}'s Avg. (over its {len(self.datasets)} "
+                         f"datasets) is not set beside ours: ours over the paper's datasets lacks {', '.join(lacking)} "
+                         "(no runs, or not by every row), so the two would average different datasets.")
         return notes
 
 
