@@ -8,6 +8,14 @@ reuse it; torch's lock file makes concurrent first builds wait for one another).
 compiler is found or the build fails, the ops keep their pure-torch path and one warning says how
 to get the fused one. ``ZOO_FUSED_OPS=0`` or :func:`disabled` selects the pure-torch path on purpose.
 
+``ZOO_FUSED_ISA`` picks the instruction set of the build (:func:`isa`): ``auto`` (the default) builds
+for AVX2 (``-mavx2 -mfma``, ATen's AVX2 ``Vectorized`` with SLEEF's exp and log1p) where torch finds
+AVX2 or AVX-512, else the portable build; ``default`` always builds the portable one (ATen's scalar
+``Vectorized``, libm's exp and log1p), which is what CPUs without AVX2 run, so that it can be built
+and tested anywhere (tests/ops/test_fused_portable.py). Any other value raises a ``ValueError``.
+The flags are part of the build's hashed name (:func:`build_name`), so the AVX2 and the portable
+build never share a folder. Both register the same torch ops: one process loads only one of them.
+
 Example::
 
     >>> import torch
@@ -32,6 +40,9 @@ SOURCE = Path(__file__).with_name("csrc") / "edge_normalisers.cpp"
 SOFTMAX, RELU, SQUARE, GENERAL, TAYLOR, MIXED = range(6)
 _state = {"ops": None, "tried": False, "enabled": os.environ.get("ZOO_FUSED_OPS", "1") != "0"}
 _lock = threading.Lock()
+ISAS = ("auto", "default")  # the values of $ZOO_FUSED_ISA
+# ATen's Vectorized uses AVX2 (and its SLEEF exp / log1p) only when compiled for it.
+FLAGS = {"avx2": ["-O3", "-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"], "default": ["-O3"]}
 _HOW = ("install a C++ compiler and ninja (e.g. `apt-get install g++ ninja-build` or `pip install ninja`) "
         "for the fused CPU kernels")
 
@@ -66,18 +77,15 @@ def _build():
     with contextlib.redirect_stderr(io.StringIO()):  # its import prints a CUDA_HOME guess on CPU machines
         from torch.utils import cpp_extension
 
+    variant = isa()  # an invalid $ZOO_FUSED_ISA raises, compiler or not
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None or not cpp_extension.is_ninja_available():
         missing = "ninja" if shutil.which(compiler) else f"the C++ compiler {compiler!r}"
         warnings.warn(f"zoo.ops: {missing} not found, so edge_qsoftmax and edge_entmax run their slower "
                       f"pure-torch path; {_HOW}", RuntimeWarning, stacklevel=4)
         return None
-    # ATen's Vectorized uses AVX2 (and its SLEEF exp / log1p) only when compiled for it.
-    avx2 = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
-    flags = ["-O3", "-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"] if avx2 else ["-O3"]
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(flags).encode()).hexdigest()[:12]
     try:
-        cpp_extension.load(f"zoo_edge_normalisers_{digest}", [str(SOURCE)], extra_cflags=flags,
+        cpp_extension.load(build_name(variant), [str(SOURCE)], extra_cflags=FLAGS[variant],
                            is_python_module=False, verbose=False)
     except Exception as error:  # noqa: BLE001 - any build failure leaves the pure-torch path
         last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
@@ -85,6 +93,27 @@ def _build():
                       f"their slower pure-torch path; {_HOW}", RuntimeWarning, stacklevel=4)
         return None
     return torch.ops.zoo_edge_normalisers
+
+
+def isa():
+    """The build's instruction set, ``"avx2"`` or ``"default"``, as ``$ZOO_FUSED_ISA`` asks (see above).
+
+    >>> isa() in FLAGS
+    True
+    """
+    asked = os.environ.get("ZOO_FUSED_ISA") or "auto"  # unset or empty: auto
+    if asked not in ISAS:
+        raise ValueError(f"ZOO_FUSED_ISA={asked!r} is not one of {', '.join(map(repr, ISAS))}; "
+                         f"unset it (auto) or set one of those")
+    if asked == "auto" and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+        return "avx2"
+    return "default"
+
+
+def build_name(variant):
+    """The extension's name, and build folder, for ``variant`` of :data:`FLAGS`: a hash of source and flags."""
+    return "zoo_edge_normalisers_" + hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS[variant]).encode()
+                                                    ).hexdigest()[:12]
 
 
 def in_csr(graph):
