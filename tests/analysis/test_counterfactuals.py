@@ -3,7 +3,7 @@ import dgl
 import pytest
 import torch
 
-from zoo.analysis.counterfactuals import label_agreement, ltga_diagnostics, random_prune
+from zoo.analysis.counterfactuals import UndefinedCounterfactual, label_agreement, ltga_diagnostics, random_prune
 from zoo.models import create_model
 
 
@@ -82,3 +82,27 @@ def test_diagnostics_record_both_label_agreements():
         assert every["pruned"]["n"] + every["kept"]["n"] == (pairs["pruned"]["n"] + pairs["kept"]["n"]) // 2  # 2 heads
         assert every["pruned"]["n"] <= pairs["pruned"]["n"] // 2
     assert any(layer["pruned"]["n"] for layer in report["label_agreement_every_head"])  # q = 2 prunes some edges
+
+
+def test_random_prune_that_keeps_only_underflowed_weights_is_undefined_not_nan():
+    # 8 nodes, each with in-edges from two sources: softmax gave one of them all the weight (the
+    # other underflowed to exactly 0) and the learned attention pruned one edge, so the random
+    # prune keeps one edge: where that is the zero-weight one, renormalising would be 0 / 0.
+    dst = torch.arange(8).repeat_interleave(2)
+    g = dgl.graph((torch.arange(16) + 8, dst), num_nodes=24)
+    softmax = torch.tensor([[1.0], [0.0]]).repeat(8, 1)
+    learned = torch.tensor([[0.0], [1.0]]).repeat(8, 1)
+    with pytest.raises(UndefinedCounterfactual, match="underflow"):
+        random_prune([learned], torch.Generator().manual_seed(0))(g, softmax)
+
+
+def test_diagnostics_name_an_undefined_counterfactual_and_keep_the_others():
+    data = _data()
+    model = _model(2.0)
+    with torch.no_grad():
+        for conv in model.ltga_layers():
+            for p in conv.parameters():
+                p.mul_(1e3)  # logit gaps of ~1e4: softmax (counterfactual B's start) underflows
+    diagnostics = ltga_diagnostics(model, data, lambda logits: float(logits.argmax(1).sum()))
+    assert set(diagnostics["counterfactual"]) == {"trained", "A_softmax", "C_clamp_q"}
+    assert "softmax underflow" in diagnostics["undefined"]["B_random_prune"]

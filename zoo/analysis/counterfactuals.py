@@ -22,6 +22,10 @@ import torch
 
 from zoo.analysis.attention import attention_statistics, segment_rank
 
+class UndefinedCounterfactual(ArithmeticError):
+    """A counterfactual has no value on this model (e.g. B renormalising weights that all underflowed)."""
+
+
 LABEL_AGREEMENTS = {"pairs": "label_agreement", "every_head": "label_agreement_every_head"}
 """Label-agreement definition -> the key of ``ltga_diagnostics``'s result (and of metrics.json)."""
 
@@ -52,7 +56,8 @@ def _recorded_forward(model, graph, features):
 
 def random_prune(learned: list[torch.Tensor], generator: torch.Generator) -> Callable:
     """An attention hook that zeroes, per node and head, as many random edges as ``learned``
-    (one ``[E, H]`` tensor per layer, used in call order) has exact zeros, then renormalises."""
+    (one ``[E, H]`` tensor per layer, used in call order) has exact zeros, then renormalises;
+    raises :class:`UndefinedCounterfactual` where every kept weight of a neighbourhood is 0."""
     layer = iter(learned)
 
     def prune(graph, attention):
@@ -63,7 +68,12 @@ def random_prune(learned: list[torch.Tensor], generator: torch.Generator) -> Cal
         rank = torch.stack([segment_rank(dst, noise[:, h]) for h in range(attention.shape[1])], 1)
         keep = (rank >= count[dst]).to(attention.dtype)
         kept = attention * keep
-        return kept / dgl.ops.copy_e_sum(graph, kept)[dst]
+        total = dgl.ops.copy_e_sum(graph, kept)[dst]
+        if (total == 0).any():
+            raise UndefinedCounterfactual(
+                f"{int((total == 0).sum())} kept (edge, head) pairs sit in neighbourhoods whose randomly kept "
+                "edges all have q = 1 weight 0 (softmax underflow: logit gaps beyond ~100), so renormalising is 0/0")
+        return kept / total
 
     return prune
 
@@ -100,7 +110,9 @@ def label_agreement(graph, attention: torch.Tensor, labels: torch.Tensor, train_
 def ltga_diagnostics(model, data, score: Callable[[torch.Tensor], float], seed: int = 0) -> dict:
     """Attention statistics per layer, label agreement and counterfactuals A-C of a trained LTGA
     model (a :class:`zoo.models.HasLTGALayers`) on ``data`` (a :class:`zoo.data.NodeData`);
-    ``score(logits)`` gives the metric reported for each variant (e.g. test accuracy)."""
+    ``score(logits)`` gives the metric reported for each variant (e.g. test accuracy). A variant
+    without a value on this model is left out of ``counterfactual`` and named, with the reason, in
+    ``undefined``."""
     model.eval()
     graph, features = data.graph, data.features
     logits, learned = _recorded_forward(model, graph, features)
@@ -117,6 +129,9 @@ def ltga_diagnostics(model, data, score: Callable[[torch.Tensor], float], seed: 
         variants = {"A_softmax": dict(q_override=one), "B_random_prune": dict(q_override=one, attention_override=prune),
                     "C_clamp_q": dict(q_override=clamp)}
         for name, hooks in variants.items():
-            with _hooks(model.ltga_layers(), **hooks), torch.no_grad():
-                report["counterfactual"][name] = score(model(graph, features))
+            try:
+                with _hooks(model.ltga_layers(), **hooks), torch.no_grad():
+                    report["counterfactual"][name] = score(model(graph, features))
+            except UndefinedCounterfactual as err:
+                report.setdefault("undefined", {})[name] = str(err)
     return report

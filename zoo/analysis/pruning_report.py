@@ -41,14 +41,14 @@ def _pooled(layers: list[dict], part: str) -> float:
 def _seed_row(path: Path) -> dict | None:
     metrics = json.loads((path / "metrics.json").read_text())
     diagnostics = metrics.get("diagnostics")
-    if not isinstance(diagnostics, dict) or "B_random_prune" not in diagnostics.get("counterfactual", {}):
+    if not isinstance(diagnostics, dict) or "A_softmax" not in diagnostics.get("counterfactual", {}):
         return None  # not an LTGA q-softmax run
     scale = 100.0 if metrics.get("main_metric") in PERCENT_METRICS else 1.0
     cf = diagnostics["counterfactual"]
     layers = diagnostics.get(LABEL_AGREEMENTS["every_head"], [])
     return {"sparsity": 100.0 * float(np.mean([layer["exact_zero"] for layer in diagnostics["layers"]])),
             "learned": scale * cf["trained"], "all_edges": scale * cf["A_softmax"],
-            "random": scale * cf["B_random_prune"],
+            "random": scale * cf.get("B_random_prune", np.nan),  # absent where undefined (underflow)
             "agree_pruned": _pooled(layers, "pruned"), "agree_kept": _pooled(layers, "kept")}
 
 
