@@ -145,3 +145,19 @@ def test_a_seed_finished_by_a_recipe_with_the_same_config_is_copied_not_retraine
         ("cora_depth2_gcn", [0, 1, 2]), ("cora_gcn", [0, 1]), ("cora_gcn_wide", [0])]
     experiment.run_recipe(twin, out, seeds=[0], force=True)
     assert trained[-1] == ("cora_depth2_gcn", 0)
+
+
+def test_a_recipe_that_fails_does_not_stop_the_sweep(monkeypatch, capsys):
+    def run(recipe, out, *, seeds, force=False, progress=True, device="cpu"):
+        if recipe.name == "a":
+            raise FloatingPointError("NaN in the logits")
+        return {"recipe": recipe.name, "seeds": list(seeds)}
+
+    monkeypatch.setattr(experiment, "run_recipe", run)
+    a, b = build_recipe({**GCN, "name": "a"}), build_recipe({**GCN, "name": "b"})
+    results = experiment.run_sweep([a, b], seeds=[0, 1], order="seed")
+    assert results == {"a": "FloatingPointError: NaN in the logits", "b": {"recipe": "b", "seeds": [0, 1]}}
+    assert "failed a: FloatingPointError" in capsys.readouterr().out
+    with pytest.raises(KeyboardInterrupt):
+        monkeypatch.setattr(experiment, "run_recipe", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
+        experiment.run_sweep([b])

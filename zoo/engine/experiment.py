@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import traceback
 from pathlib import Path
 
 import yaml
@@ -168,7 +169,9 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     over several sessions) leaves the same seeds of every recipe: paired rows. Each recipe's
     ``summary.json`` then covers all of its seeds finished so far.
 
-    Returns ``{recipe name: summary}``, or the error message for recipes that could not run.
+    Returns ``{recipe name: summary}``, or the error message for recipes that could not run: a
+    missing dataset skips a recipe, and any other error (printed with its traceback) fails only
+    that recipe; the sweep goes on with the next one.
 
     >>> run_sweep([load_recipe("recipes/cora_gat.yaml"), load_recipe("recipes/cora_gatv2.yaml")],
     ...           seeds=[0, 1], order="seed")    # doctest: +SKIP
@@ -197,6 +200,12 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
             except DatasetError as err:
                 say(f"skipped {recipe.name}: {err}")
                 results[recipe.name] = str(err)
+            except Exception as err:  # noqa: BLE001 - one failing recipe must not stop a night's sweep
+                say(traceback.format_exc())
+                say(f"failed {recipe.name}: {type(err).__name__}: {err} (its finished seeds are kept; the sweep "
+                    "goes on with the next recipe)")
+                results[recipe.name] = f"{type(err).__name__}: {err}"
     failed = [name for name, result in results.items() if isinstance(result, str)]
-    say(f"\nsweep done: {len(results) - len(failed)} recipe(s) ran" + (f", skipped: {', '.join(failed)}" if failed else ""))
+    say(f"\nsweep done: {len(results) - len(failed)} recipe(s) ran"
+        + (f"; skipped or failed: {', '.join(failed)}" if failed else ""))
     return results
