@@ -9,12 +9,14 @@ run's first save), and
 """
 from __future__ import annotations
 
+import copy
 import io
 import json
 import pickle
 from pathlib import Path
 
 import torch
+from torch.nn.parameter import UninitializedTensorMixin
 
 from zoo._atomic import atomic_write
 from zoo._safe_load import load_weights_only, reason
@@ -45,9 +47,11 @@ def save_checkpoint(state: dict, path: str | Path, *, verify: bool = True) -> No
 
 def cpu_state_dict(module: torch.nn.Module) -> dict:
     """A copy of ``module.state_dict()`` on the CPU, each tensor its own (parameters that are views
-    of one buffer, as :mod:`zoo.engine.flat_optimizer` makes them, are copied apart)."""
+    of one buffer, as :mod:`zoo.engine.flat_optimizer` makes them, are copied apart; a lazy module's
+    parameter not yet sized, e.g. LINKX's before its first forward, stays an uninitialized copy)."""
     state = module.state_dict()
-    copied = type(state)((key, tensor.detach().to("cpu", copy=True)) for key, tensor in state.items())
+    copied = type(state)((key, copy.deepcopy(tensor) if isinstance(tensor, UninitializedTensorMixin)
+                          else tensor.detach().to("cpu", copy=True)) for key, tensor in state.items())
     copied._metadata = getattr(state, "_metadata", None)
     return copied
 
