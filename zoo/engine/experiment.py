@@ -11,7 +11,7 @@ import yaml
 
 from zoo.analysis import format_summary, summarize_seeds
 from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
-from zoo.engine.checkpoint import write_json
+from zoo.engine.checkpoint import CheckpointError, write_json
 from zoo.engine.distributed import (barrier, init_from_env, is_main, load_once_per_machine, main_first,
                                     requested_world_size, say)
 from zoo.engine.environment import environment
@@ -170,8 +170,8 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     ``summary.json`` then covers all of its seeds finished so far.
 
     Returns ``{recipe name: summary}``, or the error message for recipes that could not run: a
-    missing dataset skips a recipe, and any other error (printed with its traceback) fails only
-    that recipe; the sweep goes on with the next one.
+    missing dataset skips a recipe, and any other error but an unreadable checkpoint (printed with
+    its traceback) fails only that recipe; the sweep goes on with the next one.
 
     >>> run_sweep([load_recipe("recipes/cora_gat.yaml"), load_recipe("recipes/cora_gatv2.yaml")],
     ...           seeds=[0, 1], order="seed")    # doctest: +SKIP
@@ -200,6 +200,8 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
             except DatasetError as err:
                 say(f"skipped {recipe.name}: {err}")
                 results[recipe.name] = str(err)
+            except CheckpointError:
+                raise  # a corrupt run folder: the tool names the file and --force
             except Exception as err:  # noqa: BLE001 - one failing recipe must not stop a night's sweep
                 say(traceback.format_exc())
                 say(f"failed {recipe.name}: {type(err).__name__}: {err} (its finished seeds are kept; the sweep "
