@@ -16,7 +16,7 @@ import pandas as pd
 from zoo.analysis.ltga_paper import LTGA_PAPER, Paper
 from zoo.analysis.rendering import render_markdown, table_frame
 from zoo.analysis.runs import ReportError, collect_runs
-from zoo.analysis.table_statistics import paired_comparisons, rank_analysis
+from zoo.analysis.table_statistics import paired_comparisons
 from zoo.analysis.tables import ResultsTable, results_table
 
 PAPERS = {"ltga": LTGA_PAPER}
@@ -55,8 +55,7 @@ def render_report(table: ResultsTable, reference: str | None = None, alpha: floa
         raise ReportError(f"alpha must lie in (0, 1), got {alpha}")
     found = find_paper(paper)
     comparisons = paired_comparisons(table, reference, alpha, holm_family) if reference else None
-    ranks = None if found else rank_analysis(table, alpha)
-    return render_markdown(table, comparisons, ranks, alpha, found), table_frame(table, found)
+    return render_markdown(table, comparisons, alpha=alpha, paper=found), table_frame(table, found)
 
 
 def make_report(paths, models=None, reference: str | None = None, metric: str = "main", split: str = "test",
