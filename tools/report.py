@@ -24,7 +24,7 @@ but never ranked or tested.
 
 --plots DIR writes the LTGA paper's Figures 2, 3, 4, 5, 7, 9 and 11 (zoo.analysis.figures.plots)
 from the same runs (those of --models and --reference, if given) and names on stderr each file written and each
-figure or run left out, with what is missing. It needs matplotlib (pip install -e '.[plots]').
+figure or run left out, with what is missing. With --paper, Figure 2 ranks over the paper's datasets only. It needs matplotlib (pip install -e '.[plots]').
 
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
 """
@@ -40,7 +40,7 @@ from zoo.analysis.counterfactuals import LABEL_AGREEMENTS  # noqa: E402
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
 from zoo.analysis.mechanism_report import mechanism_runs, render_mechanism  # noqa: E402
 from zoo.analysis.pruning_report import pruning_table, render_pruning  # noqa: E402
-from zoo.analysis.report import PAPERS, render_report, report_table  # noqa: E402
+from zoo.analysis.report import PAPERS, figure_table, render_report, report_table  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
 from zoo.analysis.table_statistics import HOLM_FAMILIES  # noqa: E402
 from zoo.analysis.tables import parse_tuned  # noqa: E402
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             markdown += "\n## Training time\n\n" + render_timing(timing_table(runs))
         if args.plots:  # the table's models: --models and the reference
             shown = every_run[every_run.model.isin([*models, args.reference])] if models else every_run
-            _write_figures(shown, table, args.plots, args.alpha)
+            _write_figures(shown, figure_table(table, args.paper), args.plots, args.alpha)
     except (ReportError, RecipeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -63,7 +63,7 @@ def node_run(out: Path, stop: int | None = None) -> dict:
 
     data = load_once_per_machine(load)  # under torchrun: rank 1 attaches to rank 0's copy in shared memory
     return train_node_classifier(build_recipe(NODE_RECIPE), data, seed=0, run_dir=out, progress=False,
-                                 on_epoch_end=interrupt)
+                                 on_epoch_end=interrupt, checkpoint_every=0)
 
 
 def exit_after_a_collective() -> None:

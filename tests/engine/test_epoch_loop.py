@@ -1,11 +1,14 @@
-"""run_epochs: early stopping by hand-made curves, best weights, and resume after a kill."""
+"""run_epochs: early stopping by hand-made curves, best weights, checkpoints on a clock, and resume
+after a kill."""
 import pytest
 import torch
 
+import zoo.engine.epoch_loop as epoch_loop
+from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.epoch_loop import LAST, finish, run_epochs
 
 
-def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None):
+def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None, checkpoint_every=0, tick=None):
     """A linear model stepped by SGD each epoch; ``scores[e]`` is epoch e's validation value."""
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
@@ -15,6 +18,8 @@ def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None
     def train_epoch(epoch):
         if epoch == fail_at:
             raise KeyboardInterrupt
+        if tick is not None:
+            tick()
         optimizer.zero_grad()
         noise = torch.randn(16, 1) * 0.01  # uses the RNG, so a resume must restore it
         loss = torch.nn.functional.mse_loss(model(x) + noise, y)
@@ -25,7 +30,7 @@ def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None
     it = iter(range(len(scores)))
     state = run_epochs(model=model, optimizers=[optimizer], run_dir=tmp_path, epochs=epochs or len(scores),
                        patience=patience, train_epoch=train_epoch, evaluate=lambda: {"val_mae": scores[next(it)]},
-                       monitor="val_mae", mode=mode, progress=False)
+                       monitor="val_mae", mode=mode, progress=False, checkpoint_every=checkpoint_every)
     return state, model
 
 
@@ -41,13 +46,14 @@ def test_max_mode_and_best_weights_are_the_best_epochs(tmp_path):
     assert not torch.equal(state["best_model"]["weight"], model.state_dict()["weight"])  # trained on after it
 
 
-def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
+@pytest.mark.parametrize("checkpoint_every, written", [(0, 3), (1e9, 1)])  # every epoch; the first only
+def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, checkpoint_every, written):
     scores = [5.0, 4.0, 3.5, 3.0, 2.0]
     whole, whole_model = _loop(tmp_path / "whole", scores)
     with pytest.raises(KeyboardInterrupt):
-        _loop(tmp_path / "killed", scores, fail_at=3)
-    assert (tmp_path / "killed" / LAST).exists()
-    resumed, resumed_model = _loop(tmp_path / "killed", scores[3:], epochs=5)  # evaluate() restarts at epoch 3
+        _loop(tmp_path / "killed", scores, fail_at=3, checkpoint_every=checkpoint_every)
+    assert load_checkpoint(tmp_path / "killed" / LAST)["state"]["epoch"] == written
+    resumed, resumed_model = _loop(tmp_path / "killed", scores[written:], epochs=5)  # evaluate() restarts there
     assert resumed["epoch"] == whole["epoch"] == 5
     assert [r["train_loss"] for r in resumed["curves"]] == [r["train_loss"] for r in whole["curves"]]
     for key, value in whole_model.state_dict().items():  # the same arithmetic on the same machine
@@ -62,10 +68,31 @@ def test_bad_mode_is_named(tmp_path):
 
 
 def test_only_the_first_checkpoint_of_a_run_is_read_back(tmp_path, monkeypatch):
-    import zoo.engine.epoch_loop as epoch_loop
     calls = []
     real = epoch_loop.save_checkpoint
     monkeypatch.setattr(epoch_loop, "save_checkpoint",
                         lambda state, path, *, verify: calls.append(verify) or real(state, path, verify=verify))
     _loop(tmp_path, [3.0, 2.0, 1.0], patience=5)
     assert calls == [True, False, False]
+
+
+def test_checkpoints_follow_the_clock_and_the_last_epoch_is_always_written(tmp_path, monkeypatch):
+    now = [0.0]  # each epoch takes 10 s of a fake clock; checkpoints at least 25 s apart
+    monkeypatch.setattr(epoch_loop.time, "perf_counter", lambda: now[0])
+    written = []
+    real = epoch_loop.save_checkpoint
+    monkeypatch.setattr(epoch_loop, "save_checkpoint", lambda state, path, *, verify:
+                        written.append(state["state"]["epoch"]) or real(state, path, verify=verify))
+    state, _ = _loop(tmp_path, [8.0 - e for e in range(8)], patience=9, checkpoint_every=25,
+                     tick=lambda: now.__setitem__(0, now[0] + 10))
+    # ends at 10 (first), 40, 70 s, and the last epoch (80 s), which is written whatever the clock
+    assert written == [1, 4, 7, 8] and state["epoch"] == 8 and state["train_seconds"] == 80
+
+
+def test_an_early_stop_writes_its_last_epoch(tmp_path, monkeypatch):
+    written = []
+    real = epoch_loop.save_checkpoint
+    monkeypatch.setattr(epoch_loop, "save_checkpoint", lambda state, path, *, verify:
+                        written.append(state["state"]["epoch"]) or real(state, path, verify=verify))
+    state, _ = _loop(tmp_path, [5.0, 4.0, 4.5, 4.0, 3.0, 1.0], patience=2, checkpoint_every=1e9)
+    assert state["stopped_early"] and written == [1, 4]

@@ -46,6 +46,15 @@ def report_table(paths, models=None, reference: str | None = None, metric: str =
     return results_table(collect_runs(paths), models, metric, split, tuned, reference, tune_seeds, oracle)
 
 
+def figure_table(table: ResultsTable, paper: str | None = None) -> ResultsTable:
+    """The table Figure 2 (the critical-difference diagram) ranks: with ``paper``, the block of its
+    own datasets, as the report's first rank analysis (so ROC-AUC datasets are not ranked with
+    accuracy ones); without one, or when the table has none of its datasets, ``table`` itself."""
+    found = find_paper(paper)
+    blocks = found.blocks(table) if found is not None else []
+    return blocks[0][1] if blocks else table
+
+
 def render_report(table: ResultsTable, reference: str | None = None, alpha: float = 0.05,
                   holm_family: str = "dataset", paper: str | None = None) -> tuple[str, pd.DataFrame]:
     """Markdown report and CSV frame of ``table``; the paired tests' Holm family is ``holm_family``

@@ -1,9 +1,13 @@
 """The epoch loop every trainer shares: resume, early stopping, best weights, checkpoints,
 TensorBoard scalars and a progress bar.
 
-Each epoch ``last.pt`` is written atomically (model, optimisers, schedulers, loop state and RNG
-states), so a killed run continues from its last finished epoch with the result it would have
-reached uninterrupted. Under torchrun only rank 0 writes checkpoints, events and the bar.
+``last.pt`` is written atomically (model, optimisers, schedulers, loop state and RNG states)
+after the first epoch, then after any epoch that ends ``checkpoint_every`` seconds (default
+:data:`CHECKPOINT_EVERY`) or more after the last write, and after the last epoch. A killed run
+continues from its last written epoch with the result it would have reached uninterrupted, so a
+kill costs at most about ``checkpoint_every`` seconds of training. Writing every epoch cost a
+small-graph run (Cora, 0.16 s per 24 MB write) up to a third of its time. Under torchrun only
+rank 0 writes checkpoints, events and the bar.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from zoo.engine.distributed import is_main
 from zoo.engine.reproducibility import rng_state, set_rng_state
 
 LAST = "last.pt"
+CHECKPOINT_EVERY = 30.0  # seconds of training a kill can cost
 
 
 def run_epochs(
@@ -38,13 +43,16 @@ def run_epochs(
     desc: str = "",
     progress: bool = True,
     on_epoch_end: Callable[[int, dict], None] | None = None,
+    checkpoint_every: float = CHECKPOINT_EVERY,
 ) -> dict:
     """Train until ``epochs`` or ``patience`` epochs without a better ``monitor`` value.
 
     ``train_epoch(epoch)`` trains once and returns a row of scalars; ``evaluate()`` returns more
     (it must contain ``monitor``); ``mode`` is ``"min"`` or ``"max"``. Returns the loop state:
     ``epoch`` (epochs run), ``best_epoch``, ``best``, ``best_model`` (state dict), ``curves``
-    (one row per epoch), ``train_seconds`` and ``stopped_early``.
+    (one row per epoch), ``train_seconds`` and ``stopped_early``. ``on_epoch_end(epoch, row)`` runs
+    after each epoch (after its checkpoint, if one was written; ``checkpoint_every=0`` writes one
+    every epoch).
     """
     if mode not in ("min", "max"):
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
@@ -68,6 +76,7 @@ def run_epochs(
     bar = tqdm(total=epochs, initial=state["epoch"], desc=desc, disable=not (progress and main), leave=False,
                dynamic_ncols=True)
     verify = True  # the first save of the run is read back with weights_only; later ones hold the same kinds
+    saved_at = -math.inf
     try:
         while state["epoch"] < epochs and state["bad_epochs"] < patience:
             started = time.perf_counter()
@@ -83,11 +92,13 @@ def run_epochs(
             else:
                 state["bad_epochs"] += 1
             state["epoch"] += 1
-            if main:
+            ending = state["epoch"] >= epochs or state["bad_epochs"] >= patience
+            if main and (ending or time.perf_counter() - saved_at >= checkpoint_every):
                 save_checkpoint({"model": cpu_state_dict(model), "optimizers": [o.state_dict() for o in optimizers],
                                  "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
                                  "state": state}, last_path, verify=verify)
-                verify = False
+                verify, saved_at = False, time.perf_counter()
+            if main:
                 for key, value in row.items():
                     if key != "epoch":
                         writer.add_scalar(key.replace("_", "/", 1), value, row["epoch"])

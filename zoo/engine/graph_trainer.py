@@ -19,7 +19,7 @@ from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
-from zoo.engine.epoch_loop import finish, run_epochs
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, finish, run_epochs
 from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
@@ -110,7 +110,8 @@ def update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, optim: Opti
 
 def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, progress: bool = True,
                       on_epoch_end: Callable[[int, dict], None] | None = None, model=None,
-                      extra_metrics: tuple[str, ...] = (), device: str | torch.device = "cpu") -> dict:
+                      extra_metrics: tuple[str, ...] = (), device: str | torch.device = "cpu",
+                      checkpoint_every: float = CHECKPOINT_EVERY) -> dict:
     """Train ``recipe``'s model on ``data`` (a :class:`zoo.data.GraphData`) for one seed.
 
     ``model``: start from this module (e.g. pretrained weights with a new head) instead of a
@@ -122,7 +123,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
 
     The epoch with the best validation metric (the card's: MAE down, ROC-AUC / AP up) gives the
     final metrics; ``optim.patience`` epochs without improvement stop early. Writes ``best.pt``,
-    TensorBoard events and ``metrics.json`` into ``run_dir``; a killed run resumes. Under
+    TensorBoard events and ``metrics.json`` into ``run_dir``; a killed run resumes from ``last.pt``,
+    written every ``checkpoint_every`` seconds (:func:`zoo.engine.epoch_loop.run_epochs`). Under
     torchrun the batches are shared out across ranks (see :mod:`zoo.engine.distributed`).
     """
     run_dir = Path(run_dir)
@@ -185,7 +187,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     state = run_epochs(model=model, optimizers=optimizers, schedulers=schedulers, run_dir=run_dir,
                        epochs=optim.epochs, patience=optim.patience, train_epoch=train_epoch, evaluate=evaluate,
                        monitor=f"val_{metric}", mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
-                       progress=progress, on_epoch_end=on_epoch_end)
+                       progress=progress, on_epoch_end=on_epoch_end, checkpoint_every=checkpoint_every)
     model.load_state_dict(state["best_model"])
     final = {}
     for split, loader in loaders.items():

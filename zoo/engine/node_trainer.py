@@ -24,7 +24,7 @@ from zoo.analysis.oversmoothing import oversmoothing_diagnostics
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, world
-from zoo.engine.epoch_loop import finish, run_epochs
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, finish, run_epochs
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.node_sampling import LayerwiseInference, layerwise_forward, sampled_forward, shuffled_batches
@@ -43,6 +43,7 @@ def train_node_classifier(
     progress: bool = True,
     on_epoch_end: Callable[[int, dict], None] | None = None,
     device: str | torch.device = "cpu",
+    checkpoint_every: float = CHECKPOINT_EVERY,
 ) -> dict:
     """Train ``recipe``'s model on ``data`` (a :class:`zoo.data.NodeData`) for one seed.
 
@@ -51,8 +52,9 @@ def train_node_classifier(
     of the last hidden layer over the whole graph (the LTGA paper's Table 19, see
     :func:`zoo.analysis.oversmoothing.oversmoothing_diagnostics`). Writes
     ``best.pt``, TensorBoard events and ``metrics.json`` into ``run_dir`` and resumes from
-    ``last.pt`` if a killed run left one (see :func:`zoo.engine.epoch_loop.run_epochs`).
-    ``on_epoch_end(epoch, row)`` is called after each epoch's checkpoint is safely written.
+    ``last.pt`` if a killed run left one; ``last.pt`` is written every ``checkpoint_every``
+    seconds of training (see :func:`zoo.engine.epoch_loop.run_epochs`).
+    ``on_epoch_end(epoch, row)`` is called after each epoch (and its checkpoint, if one was written).
     ``device`` (see :func:`zoo.engine.devices.resolve_device`) holds the model and the graph.
 
     With ``recipe.train.sampler`` each epoch steps through mini-batches of training nodes with
@@ -122,7 +124,8 @@ def train_node_classifier(
     state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
                        patience=recipe.optim.patience, train_epoch=train_epoch,
                        evaluate=lambda: _evaluate_losses(model, predict, data, masks, main_metric), monitor="val_loss",
-                       mode="min", desc=f"{recipe.name} seed {seed}", progress=progress, on_epoch_end=on_epoch_end)
+                       mode="min", desc=f"{recipe.name} seed {seed}", progress=progress, on_epoch_end=on_epoch_end,
+                       checkpoint_every=checkpoint_every)
     model.load_state_dict(state["best_model"])
     model.eval()
     with torch.no_grad():

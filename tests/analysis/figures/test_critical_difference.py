@@ -4,6 +4,7 @@ import pytest
 
 from tests.analysis.report_inputs import table_of
 from zoo.analysis.figures.critical_difference import critical_difference, table_critical_difference
+from zoo.analysis.report import figure_table
 from zoo.analysis.runs import ReportError
 
 NAMES = ["C4.5", "C4.5+m", "C4.5+cf", "C4.5+m+cf"]
@@ -43,3 +44,15 @@ def test_from_a_results_table_over_its_complete_datasets():
     assert result["ranks"].tolist() == [1.5, 1.5] and result["datasets"] == 2
     with pytest.raises(ReportError, match="needs >= 2 rows with runs on a common dataset"):
         table_critical_difference(table_of({("gat", "cora"): {0: 80.0}}, ["gat"], ["cora"]))
+
+
+def test_with_a_paper_figure_2_ranks_over_its_datasets_only():
+    cells = {("gat", "cora"): {0: 80.0}, ("ltga", "cora"): {0: 83.0}, ("gat", "texas"): {0: 60.0},
+             ("ltga", "texas"): {0: 55.0}, ("gat", "tolokers"): {0: 70.0}, ("ltga", "tolokers"): {0: 60.0}}
+    table = table_of(cells, ["gat", "ltga"], ["cora", "texas", "tolokers"])
+    assert table_critical_difference(figure_table(table))["dataset_names"] == ["cora", "texas", "tolokers"]
+    paper = table_critical_difference(figure_table(table, "ltga"))  # Tolokers (ROC-AUC) is not the paper's
+    assert paper["dataset_names"] == ["cora", "texas"] and paper["ranks"].tolist() == [1.5, 1.5]
+    only_outside = table_of({("gat", "tolokers"): {0: 70.0}, ("ltga", "tolokers"): {0: 60.0}}, ["gat", "ltga"],
+                            ["tolokers"])
+    assert figure_table(only_outside, "ltga") is only_outside
