@@ -12,6 +12,7 @@
     python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt --normaliser qsoftmax
                                                         # learned q-softmax global attention vs SigGate-GT (issue 18)
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
+    python tools/benchmark.py logits                    # edge_gatv2_logits vs the materialised [E, H, F] logits
     python tools/benchmark.py scale                     # LTGA-Edge seeds/s and peak RSS: full batch vs mini-batch
                                                         # vs 2 torchrun ranks, synthetic graphs of 1e5 and 1e6 nodes
     python tools/benchmark.py scale --nodes 2000 --batches 2   # a tiny run (seconds)
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.benchmarks.models import benchmark_aggregate, benchmark_gps, benchmark_layers  # noqa: E402
+from tools.benchmarks.models import benchmark_aggregate, benchmark_gps, benchmark_layers, benchmark_logits  # noqa: E402
 from tools.benchmarks.ops import run as benchmark_ops  # noqa: E402
 from tools.benchmarks.scale import MODES as SCALE_MODES  # noqa: E402
 from tools.benchmarks.scale import run as benchmark_scale  # noqa: E402
@@ -48,6 +49,11 @@ def _gps(args: argparse.Namespace) -> None:
 def _aggregate(args: argparse.Namespace) -> None:
     benchmark_aggregate(nodes=args.nodes, edges=int(float(args.edges)), heads=args.heads, feats=args.features,
                         repeats=args.repeats)
+
+
+def _logits(args: argparse.Namespace) -> None:
+    benchmark_logits(nodes=args.nodes, edges=int(float(args.edges)), heads=args.heads, feats=args.features,
+                     repeats=args.repeats)
 
 
 def _scale(args: argparse.Namespace) -> None:
@@ -96,6 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     aggregate.add_argument("--features", type=int, default=64, help="features per head (default 64)")
     aggregate.add_argument("--repeats", type=int, default=5, help="timed runs per op (median)")
     aggregate.set_defaults(func=_aggregate)
+    logits = commands.add_parser("logits", help="GATv2 attention logits against the materialised computation")
+    logits.add_argument("--nodes", type=int, default=11758, help="nodes (default: Tolokers')")
+    logits.add_argument("--edges", default="1038000", help="edges before self-loops (default: Tolokers', both directions)")
+    logits.add_argument("--heads", type=int, default=8, help="heads (default 8)")
+    logits.add_argument("--features", type=int, default=64, help="features per head (default 64)")
+    logits.add_argument("--repeats", type=int, default=3, help="timed runs per op (median)")
+    logits.set_defaults(func=_logits)
     scale = commands.add_parser("scale", help="seeds/s and peak RSS: full batch, mini-batch, 2 ranks (issue 17)")
     scale.add_argument("--nodes", nargs="+", default=["1e5", "1e6"], help="synthetic graph sizes in nodes "
                                                                           "(10 edges a node; default 1e5 1e6)")

@@ -37,6 +37,12 @@ def test_cli_aggregate_table(capsys):
     assert set(_rows(out)) == {"dgl_update_all", "edge_weighted_sum"} and "ms / forward+backward" in out
 
 
+def test_cli_logits_table(capsys):
+    assert benchmark_cli.main(["logits", "--nodes", "50", "--edges", "200", "--features", "4", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert set(_rows(out)) == {"materialised", "edge_gatv2_logits"} and "8 heads x 4" in out
+
+
 def test_ops_worker_times_each_op_in_a_fresh_process():
     result = ops_benchmark._worker(ops_benchmark.TIME_ENV, "time_ops", ["edge_softmax", "edge_entmax"], 2000, 2, 1)
     assert set(result) == {"edge_softmax", "edge_entmax"}

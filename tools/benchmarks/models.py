@@ -4,6 +4,8 @@
 ``gps``: SigGate-GT against the ungated GPS model on ZINC-sized molecule batches (with a
 ``normaliser``, also the SigGate-GT model whose global attention uses it: ``sparsegate_gt``).
 ``aggregate``: :func:`zoo.ops.edge_weighted_sum` against DGL's ``update_all(u_mul_e, sum)``.
+``logits``: :func:`zoo.ops.edge_gatv2_logits` against the materialised ``[E, H, F]`` computation
+(DGL's ``GATv2Conv``, and ``LTGAConv`` before it).
 
 Steps of the models are interleaved (A, B, C, A, B, C, ...) so that load from other processes
 hits each alike; the table gives the median ms per step and the ratio to the peer.
@@ -22,7 +24,7 @@ from torch.nn import functional as F
 from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer, update
 from zoo.engine.recipe import load_recipe
 from zoo.models.registry import create_model
-from zoo.ops import edge_weighted_sum
+from zoo.ops import edge_gatv2_logits, edge_weighted_sum
 
 
 def _median_step_ms(steps: dict, repeats: int, warmup: int = 2) -> dict[str, float]:
@@ -137,6 +139,35 @@ def benchmark_aggregate(nodes: int = 11758, edges: int = 1038000, heads: int = 8
                           "edge_weighted_sum": step(lambda: edge_weighted_sum(graph, weights, feat))}, repeats)
     _print_table(f"aggregate: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {heads} heads x {feats}",
                  ms, "dgl_update_all", step="forward+backward")
+    return ms
+
+
+def benchmark_logits(nodes: int = 11758, edges: int = 1038000, heads: int = 8, feats: int = 64,
+                     repeats: int = 3) -> dict[str, float]:
+    """Median forward+backward of GATv2's logits ``a . LeakyReLU(x_i + x_j)`` ``[E, H]``: the
+    materialised computation (``apply_edges(u_add_v)``, LeakyReLU, product, sum) against
+    :func:`zoo.ops.edge_gatv2_logits`. Defaults: a Tolokers-sized graph with the LTGA backbone's
+    first layer (8 heads x 64)."""
+    graph = random_graph(nodes, edges)
+    gen = torch.Generator().manual_seed(1)
+    feat_src, feat_dst = (torch.randn(nodes, heads, feats, generator=gen, requires_grad=True) for _ in range(2))
+    attn = torch.randn(1, heads, feats, generator=gen, requires_grad=True)
+    upstream = torch.randn(graph.num_edges(), heads, generator=gen)
+
+    def materialised():
+        with graph.local_scope():
+            graph.srcdata["el"], graph.dstdata["er"] = feat_src, feat_dst
+            graph.apply_edges(dgl.function.u_add_v("el", "er", "e"))
+            return (F.leaky_relu(graph.edata.pop("e"), 0.2) * attn).sum(-1)
+
+    def step(op):
+        return lambda: op().backward(upstream)
+
+    ms = _median_step_ms({"materialised": step(materialised),
+                          "edge_gatv2_logits": step(lambda: edge_gatv2_logits(graph, feat_src, feat_dst, attn))},
+                         repeats, warmup=1)
+    _print_table(f"logits: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {heads} heads x {feats}",
+                 ms, "materialised", step="forward+backward")
     return ms
 
 

@@ -8,7 +8,7 @@ import torch
 from dgl.nn.functional import edge_softmax
 from torch import nn
 
-from zoo.ops import edge_entmax, edge_qsoftmax, edge_sparsemax, edge_weighted_sum
+from zoo.ops import edge_entmax, edge_gatv2_logits, edge_qsoftmax, edge_sparsemax, edge_weighted_sum
 
 NORMALISERS = ("softmax", "qsoftmax", "entmax", "sparsemax")
 Q_MODES = ("fixed", "global", "layer", "head", "edge")
@@ -147,7 +147,7 @@ class LTGAConv(nn.Module):
         self.attn = nn.Parameter(torch.empty(1, num_heads, out_feats)) if scoring == "gatv2" else None
         self.fc_edge = nn.Linear(edge_feats, width, bias=False) if edge_feats else None
         self.feat_drop, self.attn_drop = nn.Dropout(feat_drop), nn.Dropout(attn_drop)
-        self.leaky_relu = nn.LeakyReLU(negative_slope, inplace=True)  # on the fresh [E, H, F] sums
+        self.negative_slope = negative_slope
         self.activation = activation
         self.shared_q_logit = shared_q_logit if q_mode == "global" and normaliser == "qsoftmax" else None
         learned = normaliser == "qsoftmax" and q_mode != "fixed"
@@ -215,11 +215,9 @@ class LTGAConv(nn.Module):
                 graph.apply_edges(fn.u_dot_v("el", "er", "e"))
                 logits = graph.edata.pop("e").squeeze(-1) / math.sqrt(self.out_feats)
             else:
-                graph.apply_edges(fn.u_add_v("el", "er", "e"))
-                e = graph.edata.pop("e")
-                if self.fc_edge is not None:
-                    e = e + self.fc_edge(edge_feat).view(-1, self.num_heads, self.out_feats)
-                logits = (self.leaky_relu(e) * self.attn).sum(-1)
+                edge_term = None if self.fc_edge is None else \
+                    self.fc_edge(edge_feat).view(-1, self.num_heads, self.out_feats)
+                logits = edge_gatv2_logits(graph, src, dst, self.attn, self.negative_slope, edge_term)
             gate = self.edge_gate(graph, src, dst) if self.edge_gate is not None else None
             attention = self._normalise(graph, logits, gate)
             if self.attention_override is not None:
