@@ -70,16 +70,14 @@ class EdgeGate(nn.Module):
 
     def forward(self, graph, proj_src: torch.Tensor, proj_dst: torch.Tensor) -> torch.Tensor:
         """Edge outputs ``[E, H]`` from node projections ``[N, H, F_h]``."""
-        if self.layout == "wide":
-            proj_src, proj_dst = proj_src.flatten(1), proj_dst.flatten(1)
+        if self.layout == "paper":  # sum_k w[m, k] relu(.)[m, k]: GATv2's logits with slope 0, in edge chunks
+            return edge_gatv2_logits(graph, self.src(proj_src), self.dst(proj_dst), self.out.weight, 0.0) \
+                + self.out.bias
         with graph.local_scope():
-            graph.srcdata["gs"] = self.src(proj_src)
-            graph.dstdata["gd"] = self.dst(proj_dst)
+            graph.srcdata["gs"] = self.src(proj_src.flatten(1))
+            graph.dstdata["gd"] = self.dst(proj_dst.flatten(1))
             graph.apply_edges(fn.u_add_v("gs", "gd", "g"))
-            hidden = torch.relu(graph.edata["g"])  # [E, hidden] (wide) or [E, H, hidden] (paper)
-        if self.layout == "wide":
-            return self.out(hidden)
-        return (hidden * self.out.weight).sum(-1) + self.out.bias
+            return self.out(torch.relu(graph.edata["g"]))  # [E, hidden] -> [E, H]
 
 
 class LTGAConv(nn.Module):
