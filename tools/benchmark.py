@@ -95,20 +95,16 @@ def main(argv: list[str] | None = None) -> int:
                      help="also time sparsegate_gt: the siggate_gt model whose global attention normalises with "
                           "this (qsoftmax: learned q per head; entmax: learned alpha per head), timed last")
     gps.set_defaults(func=_gps)
-    aggregate = commands.add_parser("aggregate", help="attention aggregation against DGL's update_all")
-    aggregate.add_argument("--nodes", type=int, default=11758, help="nodes (default: Tolokers')")
-    aggregate.add_argument("--edges", default="1038000", help="edges before self-loops (default: Tolokers', both directions)")
-    aggregate.add_argument("--heads", type=int, default=8, help="heads (default 8)")
-    aggregate.add_argument("--features", type=int, default=64, help="features per head (default 64)")
-    aggregate.add_argument("--repeats", type=int, default=5, help="timed runs per op (median)")
-    aggregate.set_defaults(func=_aggregate)
-    logits = commands.add_parser("logits", help="GATv2 attention logits against the materialised computation")
-    logits.add_argument("--nodes", type=int, default=11758, help="nodes (default: Tolokers')")
-    logits.add_argument("--edges", default="1038000", help="edges before self-loops (default: Tolokers', both directions)")
-    logits.add_argument("--heads", type=int, default=8, help="heads (default 8)")
-    logits.add_argument("--features", type=int, default=64, help="features per head (default 64)")
-    logits.add_argument("--repeats", type=int, default=3, help="timed runs per op (median)")
-    logits.set_defaults(func=_logits)
+    for name, run, repeats, what in (("aggregate", _aggregate, 5, "attention aggregation against DGL's update_all"),
+                                      ("logits", _logits, 3, "GATv2 attention logits against the materialised "
+                                                              "computation")):
+        op = commands.add_parser(name, help=what)
+        op.add_argument("--nodes", type=int, default=11758, help="nodes (default: Tolokers')")
+        op.add_argument("--edges", default="1038000", help="edges before self-loops (default: Tolokers', both directions)")
+        op.add_argument("--heads", type=int, default=8, help="heads (default 8)")
+        op.add_argument("--features", type=int, default=64, help="features per head (default 64)")
+        op.add_argument("--repeats", type=int, default=repeats, help="timed runs per op (median)")
+        op.set_defaults(func=run)
     scale = commands.add_parser("scale", help="seeds/s and peak RSS: full batch, mini-batch, 2 ranks (issue 17)")
     scale.add_argument("--nodes", nargs="+", default=["1e5", "1e6"], help="synthetic graph sizes in nodes "
                                                                           "(10 edges a node; default 1e5 1e6)")
