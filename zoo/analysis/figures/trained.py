@@ -97,17 +97,20 @@ def record_forward(model, data) -> Recorded:
                 recorded.append(a.detach())
                 return a
 
+            def scored(normalise):  # GATv2 scoring: the logits a . LeakyReLU(...) reach _normalise first
+                return lambda g, logits, gate: normalise(g, scores.append(logits.detach()) or logits, gate)
+
             for conv in layers:
                 conv.attention_override = keep
-                if conv.attn is not None:  # GATv2 scoring: score = attn . LeakyReLU(...)
-                    hooks.append(conv.leaky_relu.register_forward_hook(
-                        lambda module, args, out, conv=conv: scores.append((out * conv.attn).sum(-1).detach())))
+                if conv.attn is not None:
+                    conv._normalise = scored(conv._normalise)  # an instance attribute, deleted below
             hooks.append(layers[0].register_forward_hook(lambda module, args, out: embedding.append(out.flatten(1))))
             try:
                 logits = model(graph, features)
             finally:
                 for conv in layers:
                     conv.attention_override = None
+                    conv.__dict__.pop("_normalise", None)
                 for hook in hooks:
                     hook.remove()
             attention = recorded[0]
