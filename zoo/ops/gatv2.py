@@ -2,7 +2,8 @@
 
 The plain computation (DGL's ``GATv2Conv``, ``apply_edges(u_add_v)`` then LeakyReLU, product and
 sum) builds several ``[E, H, F]`` tensors and keeps two of them for the backward pass. On a large
-graph those are hundreds of megabytes each (Tolokers: 1.05M edges x 8 heads x 8 features), and
+graph those are large (Tolokers with the LTGA backbone: 1.05M edges x 8 heads x 64 features, 2.1 GB
+each), and
 the products over them, bound by memory bandwidth, were most of an LTGA training step. Here the
 edges are taken in chunks small enough to stay in the CPU caches: the forward keeps only the
 ``[E, H]`` logits and the backward recomputes each chunk's sums. The values are the plain
@@ -17,8 +18,9 @@ import torch.nn.functional as F
 from ._common import ZooOpError
 
 CHUNK_ELEMENTS = 1 << 18
-"""Elements of one chunk's ``[edges, H, F]`` sums: 1 MiB of float32, 4,096 edges at 8 heads x 8
-features (on a Tolokers-sized graph, 2**18 to 2**20 were fastest; 2**14 and 2**24 took over twice as long)."""
+"""Elements of one chunk's ``[edges, H, F]`` sums: 1 MiB of float32, 512 edges at 8 heads x 64
+features. On Tolokers-sized graphs 2**18 to 2**20 were fastest, at 8 x 8 and at 8 x 64; 2**14 and
+2**24 took over twice as long at 8 x 8."""
 
 
 def _chunks(num_edges: int, heads: int, feats: int, chunk_edges: int | None):
