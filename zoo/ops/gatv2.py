@@ -1,10 +1,9 @@
 """``edge_gatv2_logits``: GATv2's attention logits ``e_ij = a . LeakyReLU(W_l h_i + W_r h_j)``.
 
 The plain computation (DGL's ``GATv2Conv``, ``apply_edges(u_add_v)`` then LeakyReLU, product and
-sum) builds several ``[E, H, F]`` tensors and keeps two of them for the backward pass. On a large
-graph those are large (Tolokers with the LTGA backbone: 1.05M edges x 8 heads x 64 features, 2.1 GB
-each), and
-the products over them, bound by memory bandwidth, were most of an LTGA training step. Here the
+sum) builds several ``[E, H, F]`` tensors and keeps two of them for the backward pass. On Tolokers
+with the LTGA backbone (1.05M edges x 8 heads x 64 features) each is 2.1 GB, and the products over
+them, bound by memory bandwidth, were most of an LTGA training step. Here the
 edges are taken in chunks small enough to stay in the CPU caches: the forward keeps only the
 ``[E, H]`` logits and the backward recomputes each chunk's sums. The values are the plain
 computation's up to float rounding (each logit is the same sum over ``F``; the gradients of
