@@ -478,3 +478,45 @@ def test_index_parameters_and_bad_options_are_named():
         GatedMultiheadAttention(DIM, HEADS, normaliser="entmax", alpha_mode="layer", alpha=2.0)
     with pytest.raises(ValueError, match="alpha=0.5 must be >= 1"):
         GatedMultiheadAttention(DIM, HEADS, normaliser="entmax", alpha=0.5)
+
+
+# ---- wide batches: attention in groups of similar graph size ----------------------------------------
+
+WIDE = [5, 70, 130, 20, 200, 66, 0, 97]  # groups: <= 64 nodes, 65-96, 97-144, 145-216
+
+
+def test_wide_batches_split_into_size_groups():
+    from zoo.nn.gated_attention import dense_batch_groups
+    groups = dense_batch_groups(batch_of(WIDE), torch.device("cpu"))
+    widths = sorted(mask.shape[1] for _, _, mask in groups)
+    assert widths == [24, 72, 136, 200]  # each group padded to its own largest graph (rows of 8)
+    nodes = torch.cat([n for n, _, _ in groups]).sort().values
+    assert torch.equal(nodes, torch.arange(sum(WIDE)))  # every node in exactly one group
+    assert dense_batch_groups(batch_of([5, 64, 30]), torch.device("cpu")) is None  # narrow: one block
+
+
+@pytest.mark.parametrize("gate,per_head,act", [("none", True, "sigmoid"), ("output", True, "sigmoid"),
+                                               ("value", False, "tanh"), ("logit", True, "sigmoid_squared")])
+def test_size_groups_match_the_per_graph_reference(gate, per_head, act):
+    attn = make_attn(gate=gate, gate_per_head=per_head, gate_activation=act)
+    h = features(sum(WIDE))
+    want = torch.cat([reference(attn, x) if len(x) else x for x in h.split(WIDE)])
+    torch.testing.assert_close(attn(batch_of(WIDE), h), want, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("normaliser,options", [("softmax", {})] + NORMALISED)
+def test_size_groups_equal_one_padded_block_with_gradients(normaliser, options, monkeypatch):
+    import zoo.nn.gated_attention as gated_attention
+    attn = with_indices(make_attn(gate="output", normaliser=normaliser, **options))
+    h = features(sum(WIDE))
+    results = []
+    for min_width in (gated_attention.GROUP_MIN_WIDTH, 10 ** 6):  # groups; then one block for the batch
+        monkeypatch.setattr(gated_attention, "GROUP_MIN_WIDTH", min_width)
+        attn.zero_grad()
+        x = h.clone().requires_grad_()
+        out = attn(batch_of(WIDE), x)
+        (out * torch.arange(out.numel()).view_as(out).sin()).sum().backward()
+        results.append([out, x.grad] + [p.grad for p in attn.parameters() if p.grad is not None])
+    assert len(results[0]) == len(results[1])
+    for grouped, single in zip(*results):
+        torch.testing.assert_close(grouped, single, atol=1e-10, rtol=1e-10)
