@@ -11,6 +11,8 @@
     python tools/benchmark.py gps --batch-size 128 --peer pyg   # against PyG's GPSConv (pip install -e ".[bench]")
     python tools/benchmark.py gps --recipe recipes/zinc_siggate.yaml --models siggate_gt --normaliser qsoftmax
                                                         # learned q-softmax global attention vs SigGate-GT (issue 18)
+    python tools/benchmark.py gps --recipe recipes/peptides_func_cpu_siggate.yaml --models siggate_gt --batch-size 64 \
+        --atoms 40-400 --one-block --repeats 3       # global attention in size groups vs one padded block
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
     python tools/benchmark.py logits                    # edge_gatv2_logits vs the materialised [E, H, F] logits
     python tools/benchmark.py scale                     # LTGA-Edge seeds/s and peak RSS: full batch vs mini-batch
@@ -43,7 +45,13 @@ def _layers(args: argparse.Namespace) -> None:
 def _gps(args: argparse.Namespace) -> None:
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats, recipe=args.recipe, models=tuple(args.models),
                   profile=args.profile if args.profile is not None else 0, top=args.top, peer=args.peer,
-                  normaliser=args.normaliser)
+                  normaliser=args.normaliser, atoms=_atoms(args.atoms), one_block=args.one_block)
+
+
+def _atoms(text: str) -> int | tuple[int, int]:
+    """``23`` or ``40-400`` (each molecule's size drawn from the range)."""
+    low, _, high = text.partition("-")
+    return (int(low), int(high)) if high else int(low)
 
 
 def _aggregate(args: argparse.Namespace) -> None:
@@ -94,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     gps.add_argument("--normaliser", choices=("qsoftmax", "entmax", "sparsemax", "softmax"),
                      help="also time sparsegate_gt: the siggate_gt model whose global attention normalises with "
                           "this (qsoftmax: learned q per head; entmax: learned alpha per head), timed last")
+    gps.add_argument("--atoms", default="23", help="atoms per random molecule: N, or LOW-HIGH to draw each size "
+                                                   "from that range (default 23, ZINC's; 40-400 is Peptides-like)")
+    gps.add_argument("--one-block", action="store_true",
+                     help="also time each model with its global attention over one block padded to the batch's "
+                          "largest graph, as before the size groups of zoo.nn.gated_attention")
     gps.set_defaults(func=_gps)
     for name, run, repeats, what in (("aggregate", _aggregate, 5, "attention aggregation against DGL's update_all"),
                                       ("logits", _logits, 3, "GATv2 attention logits against the materialised "

@@ -23,6 +23,21 @@ def test_layers_and_gps_ratios_are_to_the_named_peer(capsys):
         assert _rows(out) == {name: (f"{value:.1f}", f"{value / ms[peer]:.3f}") for name, value in ms.items()}
 
 
+def test_cli_gps_one_block_rows_on_wide_molecules(capsys, monkeypatch):
+    from zoo.nn import gated_attention
+    seen = []  # which path each attention call took
+    real = gated_attention.GatedMultiheadAttention._attend_groups
+    monkeypatch.setattr(gated_attention.GatedMultiheadAttention, "_attend_groups",
+                        lambda self, h, groups: seen.append(len(groups)) or real(self, h, groups))
+    assert benchmark_cli.main(["gps", "--models", "siggate_gt", "--batch-size", "3", "--atoms", "40-90",
+                               "--one-block", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "batches of 3 random molecules (40-90 atoms)" in out and "| siggate_gt (one block) |" in out
+    # 10 layers x (2 warm-up + 1 timed) steps of the grouped row; the one-block row adds none
+    assert len(seen) == 30 and all(n > 1 for n in seen)
+    assert gated_attention.GROUP_MIN_WIDTH == 64  # restored after the one-block steps
+
+
 def test_cli_layers_with_sparse_features(capsys):
     assert benchmark_cli.main(["layers", "--nodes", "60", "--edges", "300", "--features", "40", "--repeats", "1",
                                "--density", "0.05"]) == 0

@@ -171,18 +171,22 @@ def benchmark_logits(nodes: int = 11758, edges: int = 1038000, heads: int = 8, f
     return ms
 
 
-def random_molecules(count: int, atoms: int = 23, bonds: int = 25, seed: int = 0, lap_k: int = 8,
+def random_molecules(count: int, atoms: int | tuple[int, int] = 23, bonds: int = 25, seed: int = 0, lap_k: int = 8,
                      rwse_k: int = 20) -> dgl.DGLGraph:
-    """A batch of ZINC-sized random molecular graphs with OGB-spec categorical features and random
-    ``lap_eigvec``/``lap_eigval`` ``[N, lap_k]`` and ``rwse`` ``[N, rwse_k]``."""
+    """A batch of random molecular graphs with OGB-spec categorical features and random
+    ``lap_eigvec``/``lap_eigval`` ``[N, lap_k]`` and ``rwse`` ``[N, rwse_k]``: ZINC-sized by default
+    (23 atoms, 25 bonds); ``atoms=(low, high)`` draws each molecule's size uniformly from that range,
+    with ``size + 2`` bonds (e.g. ``(40, 400)`` for Peptides-func's spread of sizes)."""
     gen = torch.Generator().manual_seed(seed)
     graphs = []
     for _ in range(count):
-        chain = torch.arange(atoms - 1)
-        extra = torch.randint(0, atoms, (2, bonds - (atoms - 1)), generator=gen)
+        size = atoms if isinstance(atoms, int) else int(torch.randint(atoms[0], atoms[1] + 1, (1,), generator=gen))
+        edges = bonds if isinstance(atoms, int) else size + 2
+        chain = torch.arange(size - 1)
+        extra = torch.randint(0, size, (2, edges - (size - 1)), generator=gen)
         src, dst = torch.cat([chain, extra[0]]), torch.cat([chain + 1, extra[1]])
-        g = dgl.to_bidirected(dgl.graph((src, dst), num_nodes=atoms))
-        g.ndata["feat"] = torch.stack([torch.randint(0, d, (atoms,), generator=gen) for d in get_atom_feature_dims()], 1)
+        g = dgl.to_bidirected(dgl.graph((src, dst), num_nodes=size))
+        g.ndata["feat"] = torch.stack([torch.randint(0, d, (size,), generator=gen) for d in get_atom_feature_dims()], 1)
         g.edata["feat"] = torch.stack([torch.randint(0, d, (g.num_edges(),), generator=gen)
                                        for d in get_bond_feature_dims()], 1)
         graphs.append(g)
@@ -202,6 +206,19 @@ NORMALISER_OPTIONS = {  # sparsegate_gt's global attention as recipes/*_sparsega
 }
 
 
+def _one_block(step):
+    """``step`` with the global attention over one padded block per batch (no size groups)."""
+    from zoo.nn import gated_attention
+
+    def run():
+        default, gated_attention.GROUP_MIN_WIDTH = gated_attention.GROUP_MIN_WIDTH, 1 << 30
+        try:
+            step()
+        finally:
+            gated_attention.GROUP_MIN_WIDTH = default
+    return run
+
+
 def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
     """Keyword arguments of the ``gps`` and ``siggate_gt`` models to time.
 
@@ -219,7 +236,8 @@ def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
 
 def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = None,
                   models: tuple[str, ...] = ("gps", "siggate_gt"), profile: int = 0,
-                  top: int = 25, peer: str | None = None, normaliser: str | None = None) -> dict[str, float]:
+                  top: int = 25, peer: str | None = None, normaliser: str | None = None,
+                  atoms: int | tuple[int, int] = 23, one_block: bool = False) -> dict[str, float]:
     """Median training step of the ZINC GPS model with and without the per-head output gate.
 
     ``recipe``: build both from a SigGate-GT recipe's model section (see :func:`gps_configs`) and
@@ -231,6 +249,9 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     count, :mod:`tools.benchmarks.pyg_gps`), interleaved with the others; ratios are then to it.
     ``normaliser``: also time ``sparsegate_gt_<normaliser>``, the ``siggate_gt`` model whose global
     attention uses it (:data:`NORMALISER_OPTIONS`: learned per-head q or alpha), last.
+    ``atoms``: molecule sizes (:func:`random_molecules`). ``one_block``: also time each model with
+    its global attention over one block padded to the batch's largest graph (row ``<model> (one
+    block)``), the path before :func:`zoo.nn.gated_attention.dense_batch_groups`.
     """
     configs = dict(zip(("gps", "siggate_gt"), gps_configs(recipe)))
     torch.manual_seed(0)
@@ -246,13 +267,16 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
         built[f"sparsegate_gt_{normaliser}"] = create_model("sparsegate_gt", **configs["siggate_gt"],
                                                             **NORMALISER_OPTIONS[normaliser])
     spec = next(iter(built.values())).pe_spec()
-    batch = random_molecules(batch_size, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
+    batch = random_molecules(batch_size, atoms, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
     target = torch.randn(batch_size, 1)
     loss = lambda model: F.l1_loss(model(batch), target)
     optim = load_recipe(recipe).optim if recipe else None  # the recipe's update, as the graph trainer runs it
     steps = {name: _train_step(model, loss, optim) for name, model in built.items()}
+    if one_block:
+        steps.update({f"{name} (one block)": _one_block(step) for name, step in list(steps.items())})
     setting = recipe or "GINE + LapPE 8 + RWSE 20"
-    title = f"gps: batches of {batch_size} ZINC-sized molecules (23 atoms), {setting}, " + \
+    sizes = f"{atoms} atoms" if isinstance(atoms, int) else f"{atoms[0]}-{atoms[1]} atoms"
+    title = f"gps: batches of {batch_size} random molecules ({sizes}), {setting}, " + \
         ", ".join(f"{k} {configs['siggate_gt'][k]}" for k in ("layers", "dim", "heads", "local"))
     if profile:
         name, step = list(steps.items())[-1]

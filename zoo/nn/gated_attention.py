@@ -178,11 +178,13 @@ def dense_batch_groups(g, device: torch.device) -> list[tuple[torch.Tensor, torc
     one group, and wider ones form groups whose widths differ by at most about
     :data:`GROUP_RATIO`; each group is padded to its own largest graph. Each entry is
     ``(nodes, flat, mask)``: the group's node rows of ``g`` (graph by graph) and
-    :func:`_dense_index` of its sizes. Cached on ``g`` as :func:`dense_batch_index` is.
+    :func:`_dense_index` of its sizes. Cached on ``g`` as :func:`dense_batch_index` is (and keyed
+    by the two settings, so a changed setting regroups).
     """
     batch_num_nodes = g.batch_num_nodes()
+    setting = (device, GROUP_MIN_WIDTH, GROUP_RATIO)
     cached = getattr(g, "_zoo_dense_groups", None)
-    if cached is not None and cached[0] is batch_num_nodes and cached[1] == device:
+    if cached is not None and cached[0] is batch_num_nodes and cached[1] == setting:
         return cached[2]
     sizes = batch_num_nodes.to(device)
     groups = None
@@ -198,7 +200,7 @@ def dense_batch_groups(g, device: torch.device) -> list[tuple[torch.Tensor, torc
             nodes = torch.arange(int(counts.sum()), device=device) + offsets
             groups.append((nodes, *_dense_index(counts, device, align=ROW_ALIGN)))
         groups = groups if len(groups) > 1 else None
-    g._zoo_dense_groups = (batch_num_nodes, device, groups)
+    g._zoo_dense_groups = (batch_num_nodes, setting, groups)
     return groups
 
 
