@@ -88,7 +88,11 @@ def edge_gatv2_logits(graph, feat_src: torch.Tensor, feat_dst: torch.Tensor, att
     ``[E, H]``, differentiable in all four. ``chunk_edges`` overrides the chunk size (module
     docstring), e.g. to test several chunks on a small graph.
 
-    >>> logits = edge_gatv2_logits(graph, W_l(h).view(N, H, F), W_r(h).view(N, H, F), a)  # doctest: +SKIP
+    >>> import dgl
+    >>> x = torch.tensor([[[1.0, -2.0]], [[0.5, 0.5]]])  # 2 nodes, 1 head, 2 features
+    >>> edge_gatv2_logits(dgl.graph(([0, 1], [1, 1])), x, x, torch.tensor([[1.0, 1.0]]))
+    tensor([[1.2000],
+            [2.0000]])
     """
     if feat_src.dim() != 3 or feat_src.shape[0] != graph.num_src_nodes():
         raise ZooOpError(f"feat_src has shape {list(feat_src.shape)}; expected [{graph.num_src_nodes()}, H, F] "
