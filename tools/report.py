@@ -24,7 +24,8 @@ but never ranked or tested.
 
 --plots DIR writes the LTGA paper's Figures 2, 3, 4, 5, 7, 9 and 11 (zoo.analysis.figures.plots)
 from the same runs (those of --models and --reference, if given) and names on stderr each file written and each
-figure or run left out, with what is missing. With --paper, Figure 2 ranks over the paper's datasets only. It needs matplotlib (pip install -e '.[plots]').
+figure or run left out, with what is missing. With --paper, Figure 2 ranks over the paper's datasets only.
+It needs matplotlib (pip install -e '.[plots]').
 
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
 """
