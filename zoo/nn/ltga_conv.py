@@ -158,9 +158,11 @@ class LTGAConv(nn.Module):
         bias_shape = {"per_head": (num_heads, out_feats), "shared": (out_feats,)}.get(output_bias)
         self.bias = nn.Parameter(torch.zeros(bias_shape)) if bias_shape else None
         self.last_q = None
-        # Inference-time counterfactual hooks (see zoo.analysis.counterfactuals): q -> q', and
-        # (graph, attention) -> attention'. None in normal use.
+        # Inference-time hooks (zoo.analysis.counterfactuals, zoo.analysis.figures.trained): q -> q',
+        # (graph, logits) -> logits' (before any control or normaliser) and (graph, attention) ->
+        # attention'. None in normal use.
         self.q_override = None
+        self.logits_override = None
         self.attention_override = None
         self.reset_parameters()
 
@@ -208,14 +210,16 @@ class LTGAConv(nn.Module):
                 h = self.feat_drop(feat)
                 src = self.fc_src(h).view(-1, self.num_heads, self.out_feats)
                 dst = self.fc_dst(h[:num_dst]).view(-1, self.num_heads, self.out_feats)
-            graph.srcdata["el"], graph.dstdata["er"] = src, dst
             if self.scoring == "dot":
+                graph.srcdata["el"], graph.dstdata["er"] = src, dst
                 graph.apply_edges(fn.u_dot_v("el", "er", "e"))
                 logits = graph.edata.pop("e").squeeze(-1) / math.sqrt(self.out_feats)
             else:
                 edge_term = None if self.fc_edge is None else \
                     self.fc_edge(edge_feat).view(-1, self.num_heads, self.out_feats)
                 logits = edge_gatv2_logits(graph, src, dst, self.attn, self.negative_slope, edge_term)
+            if self.logits_override is not None:
+                logits = self.logits_override(graph, logits)
             gate = self.edge_gate(graph, src, dst) if self.edge_gate is not None else None
             attention = self._normalise(graph, logits, gate)
             if self.attention_override is not None:

@@ -97,20 +97,20 @@ def record_forward(model, data) -> Recorded:
                 recorded.append(a.detach())
                 return a
 
-            def scored(normalise):  # GATv2 scoring: the logits a . LeakyReLU(...) reach _normalise first
-                return lambda g, logits, gate: normalise(g, scores.append(logits.detach()) or logits, gate)
+            def score(g, logits):
+                scores.append(logits.detach())
+                return logits
 
             for conv in layers:
                 conv.attention_override = keep
-                if conv.attn is not None:
-                    conv._normalise = scored(conv._normalise)  # an instance attribute, deleted below
+                if conv.attn is not None:  # GATv2 scoring: the logits a . LeakyReLU(...)
+                    conv.logits_override = score
             hooks.append(layers[0].register_forward_hook(lambda module, args, out: embedding.append(out.flatten(1))))
             try:
                 logits = model(graph, features)
             finally:
                 for conv in layers:
-                    conv.attention_override = None
-                    conv.__dict__.pop("_normalise", None)
+                    conv.attention_override = conv.logits_override = None
                 for hook in hooks:
                     hook.remove()
             attention = recorded[0]
