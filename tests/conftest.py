@@ -9,6 +9,9 @@ import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DATA_ROOT = Path(os.environ.get("ZOO_DATA") or SHARED_DATA)  # read once, before tests touch the env
+# The tools called in this process would otherwise set glibc to keep freed memory
+# (zoo.engine.allocator) for the rest of the session, and the memory tests read its peak.
+os.environ.setdefault("ZOO_MALLOC", "default")
 
 
 def pytest_sessionstart(session):

@@ -18,6 +18,8 @@
     python tools/benchmark.py scale                     # LTGA-Edge seeds/s and peak RSS: full batch vs mini-batch
                                                         # vs 2 torchrun ranks, synthetic graphs of 1e5 and 1e6 nodes
     python tools/benchmark.py scale --nodes 2000 --batches 2   # a tiny run (seconds)
+    python tools/benchmark.py allocator                 # the ZINC step with glibc's malloc defaults vs
+                                                        # zoo.engine.allocator.keep_freed_memory (what training uses)
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tools.benchmarks.allocator import run as benchmark_allocator  # noqa: E402
 from tools.benchmarks.models import benchmark_aggregate, benchmark_gps, benchmark_layers, benchmark_logits  # noqa: E402
 from tools.benchmarks.ops import run as benchmark_ops  # noqa: E402
 from tools.benchmarks.scale import MODES as SCALE_MODES  # noqa: E402
@@ -67,6 +70,11 @@ def _logits(args: argparse.Namespace) -> None:
 def _scale(args: argparse.Namespace) -> None:
     benchmark_scale(sizes=[int(float(n)) for n in args.nodes], modes=args.modes, recipe=args.recipe,
                     batches=args.batches, repeats=args.repeats, timeout=args.timeout)
+
+
+def _allocator(args: argparse.Namespace) -> None:
+    benchmark_allocator(recipe=args.recipe, pairs=args.pairs, steps=args.steps, batch_size=args.batch_size,
+                        atoms=_atoms(args.atoms))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,6 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     scale.add_argument("--repeats", type=int, default=1, help="timed full-batch steps per run (default 1)")
     scale.add_argument("--timeout", type=float, default=3600, help="seconds before a run is stopped")
     scale.set_defaults(func=_scale)
+    allocator = commands.add_parser("allocator", help="a training step with glibc's malloc defaults against "
+                                                      "zoo.engine.allocator.keep_freed_memory")
+    allocator.add_argument("--recipe", default="recipes/zinc_siggate.yaml",
+                           help="the SigGate-GT recipe whose model steps (default: the paper's ZINC model)")
+    allocator.add_argument("--pairs", type=int, default=5, help="pairs of worker processes (default 5)")
+    allocator.add_argument("--steps", type=int, default=20, help="timed steps per worker (median; default 20)")
+    allocator.add_argument("--batch-size", type=int, default=32, help="molecules per batch (default 32, ZINC's)")
+    allocator.add_argument("--atoms", default="23", help="atoms per random molecule: N or LOW-HIGH (default 23)")
+    allocator.set_defaults(func=_allocator)
     args = parser.parse_args(argv)
     args.func(args)
     return 0

@@ -27,6 +27,7 @@ from zoo.analysis.csbm_report import csbm_table, render_csbm  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
 from zoo.data.synthetic import contextual_sbm_card  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
+from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
 MODELS = "gatv2,ltga_head,ltga_edge,qfrozen_0.5,qfrozen_0.8,qfrozen_1.0"
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, help="cap the number of epochs (a shorter schedule)")
     parser.add_argument("--markdown", type=Path, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
+    keep_freed_memory()
     out = Path(args.out)
     try:
         seeds = parse_seeds(args.seeds)

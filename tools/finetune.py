@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zoo.analysis import format_summary  # noqa: E402
 from zoo.data import CsvError, DatasetError  # noqa: E402
 from zoo.engine import RecipeError  # noqa: E402
+from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 from zoo.models import PretrainedError  # noqa: E402
 from zoo.transfer import TransferError, finetune  # noqa: E402
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/finetune", help="output folder (default: runs/finetune)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
+    keep_freed_memory()
     targets = [column.strip() for column in args.target_cols.split(",") if column.strip()]
     try:
         summary = finetune(args.pretrained, args.data, args.smiles_col, targets, task=args.task, split=args.split,

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
 from zoo.engine.checkpoint import CheckpointError  # noqa: E402
+from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.experiment import SWEEP_ORDERS  # noqa: E402
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
     args = parser.parse_args(argv)
+    keep_freed_memory()
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
         seeds = parse_seeds(args.seeds) if args.seeds is not None else None

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa: E402
 from zoo.engine.checkpoint import CheckpointError  # noqa: E402
+from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.cli import add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.dist_graph_training import open_dist_graph, train_dist_graph  # noqa: E402
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                                               "<out>/<dataset>.json); see zoo.engine.dist_graph_training")
     parser.add_argument("--ip-config", help="DistDGL: the file of server IPs and ports, one machine a line")
     args = parser.parse_args(argv)
+    keep_freed_memory()
     if args.ip_config and not args.dist_config:
         print("error: --ip-config needs --dist-config (the partition config of tools/partition.py)", file=sys.stderr)
         return 2

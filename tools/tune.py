@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe  # noqa: E402
+from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     add_run_options(parser, "override a key in every recipe (repeatable)")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
     args = parser.parse_args(argv)
+    keep_freed_memory()
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
         resolve_device(args.device)

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from zoo._version import __version__
+from zoo.engine.allocator import allocator_setting
 
 PACKAGES = ("torch", "dgl", "numpy", "torchmetrics", "ogb", "dgllife", "rdkit")
 
@@ -27,7 +28,8 @@ def git_commit(repo: Path = Path(__file__).resolve().parents[2]) -> str:
 
 
 def environment() -> dict:
-    """Versions of Python, zoo and its key dependencies, the platform and torch threads."""
+    """Versions of Python, zoo and its key dependencies, the platform, torch threads and the
+    malloc setting (:mod:`zoo.engine.allocator`)."""
     versions = {}
     for name in PACKAGES:
         try:
@@ -40,5 +42,6 @@ def environment() -> dict:
         "zoo": __version__,
         "git_commit": git_commit(),
         "torch_threads": torch.get_num_threads(),
+        "allocator": allocator_setting(),
         "packages": versions,
     }

@@ -1,0 +1,67 @@
+"""glibc's malloc told to keep freed memory for reuse, for the training processes.
+
+A training step allocates and frees the same activation tensors every step. glibc's defaults
+give freed memory back to the operating system (the top of the heap beyond a trim threshold,
+and every block above a dynamic mmap threshold), so the next step takes page faults on memory
+it just had. :func:`keep_freed_memory` sets, through ``mallopt``, the mmap threshold to 32 MiB
+(glibc's maximum on 64-bit) and the trim threshold to 2 GiB - 1 (``mallopt`` takes an int):
+blocks up to 32 MiB and the heap top then stay with the process. The values are the ones
+``tools/benchmarks/ops.py`` times with; ``python tools/benchmark.py allocator`` measures what they
+change on the paper's ZINC step. Results are unchanged: only where memory comes from differs.
+
+The tools that train (train, sweep, tune, csbm_sweep, finetune) call it first. It leaves
+everything alone, and says why, where the user already chose: any ``MALLOC_*`` variable or
+``GLIBC_TUNABLES`` set, an ``LD_PRELOAD`` (jemalloc, as README's "Training" advises for large
+graphs), or ``ZOO_MALLOC=default``; and on a C library other than glibc.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+MMAP_THRESHOLD = 32 << 20
+"""Blocks up to this many bytes come from the heap and are reused (glibc's 64-bit maximum)."""
+TRIM_THRESHOLD = (1 << 31) - 1
+"""Free bytes at the heap top kept before glibc trims it (the largest int ``mallopt`` takes)."""
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+
+_setting = "glibc defaults (keep_freed_memory not called)"
+
+
+def _user_choice(environ) -> str | None:
+    """The variable by which the user already chose an allocator setting, as ``NAME=value``."""
+    if environ.get("ZOO_MALLOC") == "default":
+        return "ZOO_MALLOC=default"
+    for name in sorted(environ):
+        if name.startswith("MALLOC_") or name in ("GLIBC_TUNABLES", "LD_PRELOAD"):
+            return f"{name}={environ[name]}"
+    return None
+
+
+def keep_freed_memory(environ=None) -> str:
+    """Apply the settings above unless the user chose (see the module docstring); return what
+    was done, as :func:`allocator_setting` will report it.
+
+    >>> keep_freed_memory({"ZOO_MALLOC": "default"})
+    'left as set (ZOO_MALLOC=default)'
+    """
+    global _setting
+    environ = os.environ if environ is None else environ
+    chosen = _user_choice(environ)
+    if chosen is not None:
+        _setting = f"left as set ({chosen})"
+    elif platform.libc_ver()[0] != "glibc":
+        _setting = f"left as set (C library {platform.libc_ver()[0] or 'unknown'}, not glibc)"
+    else:
+        libc = ctypes.CDLL("libc.so.6")
+        if libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1 or libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1:
+            _setting = "glibc refused mallopt; defaults kept"
+        else:
+            _setting = f"glibc mallopt: mmap_threshold {MMAP_THRESHOLD}, trim_threshold {TRIM_THRESHOLD}"
+    return _setting
+
+
+def allocator_setting() -> str:
+    """What :func:`keep_freed_memory` did in this process (recorded in ``environment.json``)."""
+    return _setting
