@@ -9,7 +9,7 @@ hyperparameters) on seeded contextual-SBM cards (zoo.data.contextual_sbm_card: 1
 
 Each cell's graph is drawn once (generator seed 0, or --graph-seed); the seeds vary initialisation and
 dropout. Finished seeds are skipped, so a rerun only reports (or resumes). The cards are written to
-<out>/cards (read through $ZOO_CARDS). Exit codes: 0 done, 1 a run failed on its data, 2 bad arguments.
+<out>/cards (read through $ZOO_CARDS). Exit codes: 0 done, 1 a run failed on its data, 2 bad arguments, 130 interrupted (rerun to resume).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
 from zoo.data.synthetic import contextual_sbm_card  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
+from zoo.engine.cli import RESUME_HINT  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
 MODELS = "gatv2,ltga_head,ltga_edge,qfrozen_0.5,qfrozen_0.8,qfrozen_1.0"
@@ -79,7 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     for card in cards:
         (folder / f"{card['name']}.yaml").write_text(yaml.safe_dump(card, sort_keys=False))
     os.environ["ZOO_CARDS"] = os.pathsep.join(filter(None, [str(folder), os.environ.get("ZOO_CARDS")]))
-    results = run_sweep(recipes, out, seeds=seeds)
+    try:
+        results = run_sweep(recipes, out, seeds=seeds)
+    except KeyboardInterrupt:
+        print(f"\n{RESUME_HINT}", file=sys.stderr)
+        return 130
     try:
         names = {card["name"] for card in cards}
         runs = collect_runs([out])

@@ -34,3 +34,14 @@ def test_bad_arguments_exit_2(tmp_path, capsys, args, message):
     assert csbm_cli.main(["--out", str(tmp_path), *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "cards").exists()
+
+
+def test_an_interrupt_prints_the_resume_hint_and_exits_130(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ZOO_CARDS", "")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(csbm_cli, "run_sweep", interrupted)
+    assert csbm_cli.main(["--out", str(tmp_path), "--degrees", "5", "--snr", "1", "--models", "qfrozen_1.0"]) == 130
+    assert "rerun the same command to continue" in capsys.readouterr().err
