@@ -110,3 +110,12 @@ def test_shannon_prior_pulls_q_back_and_a_too_long_warm_up_is_refused(esol, tmp_
     assert sum(abs(held["curves"][-1][k] - 1) for k in keys) < sum(abs(free["curves"][-1][k] - 1) for k in keys)
     with pytest.raises(ValueError, match="q_warmup=3 >= optim.epochs=3"):
         train_graph_model(_sparsegate_recipe(q_warmup=3), esol, 0, tmp_path / "never", progress=False)
+
+
+def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys):
+    """A long epoch shows how far it is: 64 training molecules in batches of 16 are 4 batches."""
+    train_graph_model(_recipe(epochs=2), esol, 0, tmp_path, progress=True)
+    err = capsys.readouterr().err
+    assert "epoch 0 batches:   0%|          | 0/4" in err and "epoch 1 batches" in err
+    assert train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "quiet", progress=False) and \
+        "batches" not in capsys.readouterr().err
