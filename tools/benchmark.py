@@ -13,6 +13,8 @@
                                                         # learned q-softmax global attention vs SigGate-GT (issue 18)
     python tools/benchmark.py gps --recipe recipes/peptides_func_cpu_siggate.yaml --models siggate_gt --batch-size 64 \
         --atoms 40-400 --one-block --repeats 3       # global attention in size groups vs one padded block
+    python tools/benchmark.py gps --recipe recipes/molhiv_cpu_siggate.yaml --models siggate_gt --batch-size 256 \
+        --dataset molhiv --repeats 5                 # real molhiv training batches (ZOO_DATA for the offline copy)
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
     python tools/benchmark.py logits                    # edge_gatv2_logits vs the materialised [E, H, F] logits
     python tools/benchmark.py scale                     # LTGA-Edge seeds/s and peak RSS: full batch vs mini-batch
@@ -48,7 +50,8 @@ def _layers(args: argparse.Namespace) -> None:
 def _gps(args: argparse.Namespace) -> None:
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats, recipe=args.recipe, models=tuple(args.models),
                   profile=args.profile if args.profile is not None else 0, top=args.top, peer=args.peer,
-                  normaliser=args.normaliser, atoms=_atoms(args.atoms), one_block=args.one_block)
+                  normaliser=args.normaliser, atoms=_atoms(args.atoms), one_block=args.one_block,
+                  dataset=args.dataset)
 
 
 def _atoms(text: str) -> int | tuple[int, int]:
@@ -115,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     gps.add_argument("--one-block", action="store_true",
                      help="also time each model with its global attention over one block padded to the batch's "
                           "largest graph, as before the size groups of zoo.nn.gated_attention")
+    gps.add_argument("--dataset", help="time on this dataset card's training batches (e.g. molhiv, peptides_func; "
+                                       "loaded as the trainer loads it, offline with ZOO_DATA) instead of random "
+                                       "molecules; --atoms is then unused")
     gps.set_defaults(func=_gps)
     for name, run, repeats, what in (("aggregate", _aggregate, 5, "attention aggregation against DGL's update_all"),
                                       ("logits", _logits, 3, "GATv2 attention logits against the materialised "

@@ -1,6 +1,8 @@
 """tools/benchmark.py and its harnesses in tools/benchmarks/ (tiny sizes: no timing is asserted)."""
 import re
 
+import torch
+
 from tests.tools.tool_loader import load_tool
 from tools.benchmarks import ops as ops_benchmark
 from tools.benchmarks.models import benchmark_gps, benchmark_layers
@@ -139,3 +141,29 @@ def test_scale_rows_name_a_failed_run():
                                       "total_rss_gib": 3.0})
     assert ok.split() == ["100,000", "ranks2", "1,234", "20,480", "16.59", "1.50", "3.00"]
     assert len(HEADER.split()) == len(ok.split()) + 2  # "peak GiB", "total GiB" are two words each
+
+
+def test_gps_on_real_batches_steps_through_the_trainers_training_batches(offline_env, capsys):
+    """--dataset times the models on the card's training batches (seed 0), built for its targets and
+    featurizer: the title's mean size is that of the first repeats + 2 batches the trainer's loader
+    gives, computed here independently."""
+    from zoo.data import load_graph_dataset, make_dataloaders
+
+    assert benchmark_cli.main(["gps", "--models", "siggate_gt", "--batch-size", "8", "--dataset", "freesolv",
+                               "--repeats", "2"]) == 0
+    out = capsys.readouterr().out
+    data = load_graph_dataset("freesolv", seed=0, progress=False)
+    batches = [graphs for (graphs, _), _ in zip(make_dataloaders(data, 8, seed=0)["train"], range(4))]
+    mean = sum(g.num_nodes() / g.batch_size for g in batches) / len(batches)
+    assert f"batches of 8 freesolv training graphs (mean {mean:.1f} nodes over the timed batches)" in out
+    assert "| siggate_gt |" in out
+
+
+def test_real_batch_loss_takes_the_next_batch_at_every_step():
+    from tools.benchmarks.models import _real_batch_loss
+
+    seen = []
+    batches = [(f"graphs{i}", torch.tensor([[float(i)]])) for i in range(3)]
+    loss = _real_batch_loss(batches, "graph_regression")
+    values = [float(loss(lambda graphs: seen.append(graphs) or torch.zeros(1, 1))) for _ in range(4)]
+    assert seen == ["graphs0", "graphs1", "graphs2", "graphs0"] and values == [0.0, 1.0, 2.0, 0.0]  # L1 to 0

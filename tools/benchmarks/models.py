@@ -2,7 +2,8 @@
 
 ``layers``: LTGA-Head and LTGA-Edge against GATv2 (same backbone, same graph).
 ``gps``: SigGate-GT against the ungated GPS model on ZINC-sized molecule batches (with a
-``normaliser``, also the SigGate-GT model whose global attention uses it: ``sparsegate_gt``).
+``normaliser``, also the SigGate-GT model whose global attention uses it: ``sparsegate_gt``), or on
+real training batches of a dataset card.
 ``aggregate``: :func:`zoo.ops.edge_weighted_sum` against DGL's ``update_all(u_mul_e, sum)``.
 ``logits``: :func:`zoo.ops.edge_gatv2_logits` against the materialised ``[E, H, F]`` computation
 (DGL's ``GATv2Conv``, and ``LTGAConv`` before it).
@@ -21,7 +22,8 @@ import torch
 from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
 from torch.nn import functional as F
 
-from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer, update
+from zoo.data import load_graph_dataset, make_dataloaders
+from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer, masked_loss, update
 from zoo.engine.recipe import load_recipe
 from zoo.models.registry import create_model
 from zoo.ops import edge_gatv2_logits, edge_weighted_sum
@@ -206,6 +208,21 @@ NORMALISER_OPTIONS = {  # sparsegate_gt's global attention as recipes/*_sparsega
 }
 
 
+def _real_batch_loss(batches: list, task: str):
+    """A loss closure that takes the next of ``batches`` (cycling) at every call: the trainer's
+    masked loss of the model on it."""
+    calls = iter(range(1 << 62))
+
+    def loss(model):
+        graphs, target = batches[next(calls) % len(batches)]
+        return masked_loss(model(graphs), target, task)
+    return loss
+
+
+def _mean_nodes(batches: list) -> float:
+    return statistics.mean(graphs.num_nodes() / graphs.batch_size for graphs, _ in batches)
+
+
 def _one_block(step):
     """``step`` with the global attention over one padded block per batch (no size groups)."""
     from zoo.nn import gated_attention
@@ -237,7 +254,8 @@ def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
 def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = None,
                   models: tuple[str, ...] = ("gps", "siggate_gt"), profile: int = 0,
                   top: int = 25, peer: str | None = None, normaliser: str | None = None,
-                  atoms: int | tuple[int, int] = 23, one_block: bool = False) -> dict[str, float]:
+                  atoms: int | tuple[int, int] = 23, one_block: bool = False,
+                  dataset: str | None = None) -> dict[str, float]:
     """Median training step of the ZINC GPS model with and without the per-head output gate.
 
     ``recipe``: build both from a SigGate-GT recipe's model section (see :func:`gps_configs`) and
@@ -252,8 +270,18 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     ``atoms``: molecule sizes (:func:`random_molecules`). ``one_block``: also time each model with
     its global attention over one block padded to the batch's largest graph (row ``<model> (one
     block)``), the path before :func:`zoo.nn.gated_attention.dense_batch_groups`.
+    ``dataset``: instead of random molecules, the training batches of this dataset card (loaded
+    as the trainer loads it, with the models' positional encodings; ``atoms`` is then unused), the
+    models built for its targets and featurizer; round ``r`` of the timing steps every model on
+    the ``r``-th batch (shuffled with seed 0), so the median is over real batches.
     """
     configs = dict(zip(("gps", "siggate_gt"), gps_configs(recipe)))
+    data = None
+    if dataset is not None:
+        featurizer = load_recipe(recipe).featurizer if recipe else None
+        data = load_graph_dataset(dataset, seed=0, featurizer=featurizer, progress=False)
+        configs = {name: dict(config, **data.model_inputs, num_outputs=data.num_tasks)
+                   for name, config in configs.items()}
     torch.manual_seed(0)
     built = {name: create_model(name, **configs[name]) for name in models}
     if peer == "pyg":
@@ -267,16 +295,26 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
         built[f"sparsegate_gt_{normaliser}"] = create_model("sparsegate_gt", **configs["siggate_gt"],
                                                             **NORMALISER_OPTIONS[normaliser])
     spec = next(iter(built.values())).pe_spec()
-    batch = random_molecules(batch_size, atoms, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
-    target = torch.randn(batch_size, 1)
-    loss = lambda model: F.l1_loss(model(batch), target)
     optim = load_recipe(recipe).optim if recipe else None  # the recipe's update, as the graph trainer runs it
-    steps = {name: _train_step(model, loss, optim) for name, model in built.items()}
+    if data is None:
+        batch = random_molecules(batch_size, atoms, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
+        target = torch.randn(batch_size, 1)
+        make_loss = lambda: lambda model: F.l1_loss(model(batch), target)  # noqa: E731
+    else:
+        data.add_positional_encodings(spec, progress=True)
+        rounds = (profile + 2) if profile else (repeats + 2)  # two warm-up rounds, as _median_step_ms
+        loader = make_dataloaders(data, batch_size, seed=0)["train"]
+        batches = [b for b, _ in zip(loader, range(rounds))]
+        make_loss = lambda: _real_batch_loss(batches, data.task)  # noqa: E731  (each step its own batch count)
+    steps = {name: _train_step(model, make_loss(), optim) for name, model in built.items()}
     if one_block:
-        steps.update({f"{name} (one block)": _one_block(step) for name, step in list(steps.items())})
+        steps.update({f"{name} (one block)": _one_block(_train_step(model, make_loss(), optim))
+                      for name, model in built.items()})
     setting = recipe or "GINE + LapPE 8 + RWSE 20"
     sizes = f"{atoms} atoms" if isinstance(atoms, int) else f"{atoms[0]}-{atoms[1]} atoms"
-    title = f"gps: batches of {batch_size} random molecules ({sizes}), {setting}, " + \
+    what = f"random molecules ({sizes})" if data is None else \
+        f"{dataset} training graphs (mean {_mean_nodes(batches):.1f} nodes over the timed batches)"
+    title = f"gps: batches of {batch_size} {what}, {setting}, " + \
         ", ".join(f"{k} {configs['siggate_gt'][k]}" for k in ("layers", "dim", "heads", "local"))
     if profile:
         name, step = list(steps.items())[-1]
