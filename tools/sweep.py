@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
-from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
+from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.experiment import SWEEP_ORDERS  # noqa: E402

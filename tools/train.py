@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa: E402
-from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
+from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.cli import add_run_options  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.dist_graph_training import open_dist_graph, train_dist_graph  # noqa: E402

@@ -13,6 +13,7 @@ hits each alike; the table gives the median ms per step and the ratio to the pee
 """
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import time
@@ -211,7 +212,7 @@ NORMALISER_OPTIONS = {  # sparsegate_gt's global attention as recipes/*_sparsega
 def _real_batch_loss(batches: list, task: str):
     """A loss closure that takes the next of ``batches`` (cycling) at every call: the trainer's
     masked loss of the model on it."""
-    calls = iter(range(1 << 62))
+    calls = itertools.count()
 
     def loss(model):
         graphs, target = batches[next(calls) % len(batches)]
