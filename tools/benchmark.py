@@ -36,6 +36,7 @@ from tools.benchmarks.models import benchmark_aggregate, benchmark_gps, benchmar
 from tools.benchmarks.ops import run as benchmark_ops  # noqa: E402
 from tools.benchmarks.scale import MODES as SCALE_MODES  # noqa: E402
 from tools.benchmarks.scale import run as benchmark_scale  # noqa: E402
+from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 
 
 def _ops(args: argparse.Namespace) -> None:
@@ -48,6 +49,7 @@ def _layers(args: argparse.Namespace) -> None:
 
 
 def _gps(args: argparse.Namespace) -> None:
+    keep_freed_memory()  # as tools/train.py does: the step as the trainer runs it
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats, recipe=args.recipe, models=tuple(args.models),
                   profile=args.profile if args.profile is not None else 0, top=args.top, peer=args.peer,
                   normaliser=args.normaliser, atoms=_atoms(args.atoms), one_block=args.one_block,

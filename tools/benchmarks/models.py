@@ -24,6 +24,7 @@ from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
 from torch.nn import functional as F
 
 from zoo.data import load_graph_dataset, make_dataloaders
+from zoo.engine.allocator import allocator_setting
 from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer, masked_loss, update
 from zoo.engine.recipe import load_recipe
 from zoo.models.registry import create_model
@@ -73,7 +74,7 @@ def _print_table(title: str, ms: dict[str, float], peer: str, step: str = "train
     print(f"\n{title}")
     allocator = ", ".join(f"{key}={os.environ.get(key, 'unset')}" for key in
                           ("LD_PRELOAD", "MALLOC_CONF", "MALLOC_ARENA_MAX", "MALLOC_TRIM_THRESHOLD_"))
-    print(f"allocator: {allocator}, torch threads {torch.get_num_threads()}")
+    print(f"allocator: {allocator_setting()}; {allocator}, torch threads {torch.get_num_threads()}")
     print(f"| model | ms / {step} (median) | ratio to {peer} |\n|---|---|---|")
     for name, value in ms.items():
         print(f"| {name} | {value:.1f} | {value / ms[peer]:.3f} |")
@@ -271,6 +272,9 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     ``atoms``: molecule sizes (:func:`random_molecules`). ``one_block``: also time each model with
     its global attention over one block padded to the batch's largest graph (row ``<model> (one
     block)``), the path before :func:`zoo.nn.gated_attention.dense_batch_groups`.
+    The command line (``tools/benchmark.py gps``) first keeps freed memory as the training tools
+    do (:func:`zoo.engine.allocator.keep_freed_memory`; ``ZOO_MALLOC=default`` turns it off), so
+    the step is timed as the trainer runs it.
     ``dataset``: instead of random molecules, the training batches of this dataset card (loaded
     as the trainer loads it, with the models' positional encodings; ``atoms`` is then unused), the
     models built for its targets and featurizer; round ``r`` of the timing steps every model on
