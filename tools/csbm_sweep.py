@@ -28,7 +28,7 @@ from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
 from zoo.data.synthetic import contextual_sbm_card  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
-from zoo.engine.cli import RESUME_HINT  # noqa: E402
+from zoo.engine.cli import RESUME_HINT, sigterm_as_interrupt  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 
 MODELS = "gatv2,ltga_head,ltga_edge,qfrozen_0.5,qfrozen_0.8,qfrozen_1.0"
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         (folder / f"{card['name']}.yaml").write_text(yaml.safe_dump(card, sort_keys=False))
     os.environ["ZOO_CARDS"] = os.pathsep.join(filter(None, [str(folder), os.environ.get("ZOO_CARDS")]))
     try:
-        results = run_sweep(recipes, out, seeds=seeds)
+        with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
+            results = run_sweep(recipes, out, seeds=seeds)
     except KeyboardInterrupt:
         print(f"\n{RESUME_HINT}", file=sys.stderr)
         return 130

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zoo.engine import RecipeError, load_recipe, run_sweep  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.checkpoint import CheckpointError  # noqa: E402
-from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
+from zoo.engine.cli import RESUME_HINT, add_run_options, sigterm_as_interrupt  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.experiment import SWEEP_ORDERS  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
@@ -42,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
-                            device=args.device, order=args.order)
+        with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
+            results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
+                                device=args.device, order=args.order)
     except CheckpointError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

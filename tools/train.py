@@ -22,7 +22,7 @@ from zoo.data import DatasetError  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.checkpoint import CheckpointError  # noqa: E402
-from zoo.engine.cli import add_run_options  # noqa: E402
+from zoo.engine.cli import add_run_options, sigterm_as_interrupt  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.dist_graph_training import open_dist_graph, train_dist_graph  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
@@ -51,12 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        if args.dist_config:
-            data = open_dist_graph(recipe, args.dist_config, args.ip_config)
-            for seed in seeds if seeds is not None else recipe.seeds:
-                train_dist_graph(recipe, data, seed, args.out)
-        else:
-            run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet, device=args.device)
+        with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
+            if args.dist_config:
+                data = open_dist_graph(recipe, args.dist_config, args.ip_config)
+                for seed in seeds if seeds is not None else recipe.seeds:
+                    train_dist_graph(recipe, data, seed, args.out)
+            else:
+                run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet,
+                           device=args.device)
     except DatasetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

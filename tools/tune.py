@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zoo.engine import RecipeError, load_recipe  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
-from zoo.engine.cli import RESUME_HINT, add_run_options  # noqa: E402
+from zoo.engine.cli import RESUME_HINT, add_run_options, sigterm_as_interrupt  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 from zoo.engine.tuning import tune_and_run  # noqa: E402
@@ -35,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
         resolve_device(args.device)
-        picks = tune_and_run(recipes, args.out, tune_seeds=parse_seeds(args.tune_seeds),
-                             seeds=parse_seeds(args.seeds), progress=args.progress, device=args.device)
+        with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
+            picks = tune_and_run(recipes, args.out, tune_seeds=parse_seeds(args.tune_seeds),
+                                 seeds=parse_seeds(args.seeds), progress=args.progress, device=args.device)
     except (RecipeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
