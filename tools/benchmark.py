@@ -36,7 +36,9 @@ from tools.benchmarks.models import benchmark_aggregate, benchmark_gps, benchmar
 from tools.benchmarks.ops import run as benchmark_ops  # noqa: E402
 from tools.benchmarks.scale import MODES as SCALE_MODES  # noqa: E402
 from tools.benchmarks.scale import run as benchmark_scale  # noqa: E402
+from zoo.data import DatasetError  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
+from zoo.engine.recipe import RecipeError  # noqa: E402
 
 
 def _ops(args: argparse.Namespace) -> None:
@@ -155,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     allocator.add_argument("--atoms", default="23", help="atoms per random molecule: N or LOW-HIGH (default 23)")
     allocator.set_defaults(func=_allocator)
     args = parser.parse_args(argv)
-    args.func(args)
+    try:
+        args.func(args)
+    except (DatasetError, RecipeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

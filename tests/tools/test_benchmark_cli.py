@@ -1,6 +1,7 @@
 """tools/benchmark.py and its harnesses in tools/benchmarks/ (tiny sizes: no timing is asserted)."""
 import re
 
+import pytest
 import torch
 
 from tests.tools.tool_loader import load_tool
@@ -167,3 +168,14 @@ def test_real_batch_loss_takes_the_next_batch_at_every_step():
     loss = _real_batch_loss(batches, "graph_regression")
     values = [float(loss(lambda graphs: seen.append(graphs) or torch.zeros(1, 1))) for _ in range(4)]
     assert seen == ["graphs0", "graphs1", "graphs2", "graphs0"] and values == [0.0, 1.0, 2.0, 0.0]  # L1 to 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["gps", "--dataset", "molhvi"], "No dataset card named 'molhvi'"),
+    (["gps", "--recipe", "recipes/nope.yaml"], "recipe file not found: recipes/nope.yaml"),
+    (["gps", "--recipe", "recipes/cora_gat.yaml"], "is not a siggate_gt recipe; give one such as"),
+])
+def test_bad_gps_inputs_are_one_error_line(argv, message, capsys):
+    assert benchmark_cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err

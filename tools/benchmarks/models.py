@@ -26,7 +26,7 @@ from torch.nn import functional as F
 from zoo.data import load_graph_dataset, make_dataloaders
 from zoo.engine.allocator import allocator_setting
 from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer, masked_loss, update
-from zoo.engine.recipe import load_recipe
+from zoo.engine.recipe import RecipeError, load_recipe
 from zoo.models.registry import create_model
 from zoo.ops import edge_gatv2_logits, edge_weighted_sum
 
@@ -249,7 +249,7 @@ def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
         return dict(GPS_DEFAULT), dict(GPS_DEFAULT, gate="output")
     model = dict(load_recipe(recipe).model)
     if model.pop("name") != "siggate_gt":
-        raise ValueError(f"{recipe} is not a siggate_gt recipe")
+        raise RecipeError(f"{recipe} is not a siggate_gt recipe; give one such as recipes/zinc_siggate.yaml")
     return {k: v for k, v in model.items() if k not in GATE_KEYS}, model
 
 
