@@ -416,10 +416,7 @@ class GatedMultiheadAttention(nn.Module):
             out = self._attend(dense.view(batch, width, self.dim), mask)[0]
             parts.append(out.reshape(batch * width, self.dim).index_select(0, flat))
             order.append(nodes)
-        order = torch.cat(order)
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(order.numel(), device=order.device)
-        return torch.cat(parts).index_select(0, inverse)
+        return h.new_zeros(h.shape).index_copy(0, torch.cat(order), torch.cat(parts))
 
     def extra_repr(self) -> str:
         text = (
