@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "recipes" / "cora_ltga_edge_sampled.yaml"
 EXACT = ["--set", "train.sampler.fanouts=[-1,-1]", "--set", "model.dropout=0.0", "--set", "model.attn_dropout=0.0",
          "--epochs", "3", "--seeds", "0"]
+TIE_MARGIN = 1e-4  # logit gap; the one- and two-trainer models differ by about 4e-6 in their logits
 TIMEOUT = 180  # seconds for a whole launch (servers, trainers, exit; about 30 s on an idle machine)
 PRIVATE_SHM = ["unshare", "-Urm", "sh", "-c", 'mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"']
 
@@ -89,8 +90,9 @@ def _metrics(out: Path) -> tuple[dict, Path]:
     return json.loads(path.read_text()), path.parent
 
 
-def _layerwise(run_dir: Path) -> dict:
-    """Loss and accuracy of the saved model on val and test, layer-wise over the whole graph."""
+def _layerwise(run_dir: Path) -> tuple[dict, dict]:
+    """Loss and accuracy of the saved model on val and test, layer-wise over the whole graph, and
+    per part the nodes whose top two logits are within TIE_MARGIN (their argmax is float rounding)."""
     data = load_node_dataset("cora")
     state = load_checkpoint(run_dir / "best.pt")
     model = create_model("ltga", in_feats=data.features.shape[1], num_classes=data.num_classes,
@@ -98,15 +100,21 @@ def _layerwise(run_dir: Path) -> dict:
     model.load_state_dict(state["model"])
     with torch.no_grad():
         logits = layerwise_forward(model.eval(), data.graph, data.features, 512)
-    return {part: {"loss": float(F.cross_entropy(logits[mask].double(), data.labels[mask])),
-                   "accuracy": float((logits[mask].argmax(1) == data.labels[mask]).double().mean())}
-            for part, mask in (("val", data.val_mask), ("test", data.test_mask))}
+    top2 = logits.topk(2, dim=1).values
+    tied = top2[:, 0] - top2[:, 1] < TIE_MARGIN
+    parts = (("val", data.val_mask), ("test", data.test_mask))
+    metrics = {part: {"loss": float(F.cross_entropy(logits[mask].double(), data.labels[mask])),
+                      "accuracy": float((logits[mask].argmax(1) == data.labels[mask]).double().mean())}
+               for part, mask in parts}
+    return metrics, {part: int(tied[mask].sum()) / int(mask.sum()) for part, mask in parts}
 
 
-def _close(got: dict, want: dict, tolerance: float) -> None:
+def _close(got: dict, want: dict, tolerance: float, tied: dict) -> None:
+    """Losses within ``tolerance``; accuracies equal up to the near-tied nodes, whose predicted class
+    another summation order may flip (CI once lost one of 1000 Cora test nodes that way)."""
     for part in ("val", "test"):
         assert got[part]["loss"] == pytest.approx(want[part]["loss"], abs=tolerance), part
-        assert got[part]["accuracy"] == pytest.approx(want[part]["accuracy"], abs=1e-9), part
+        assert abs(got[part]["accuracy"] - want[part]["accuracy"]) <= tied[part] + 1e-9, (part, tied[part])
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +132,8 @@ def test_standalone_trains_and_reports_the_layerwise_metrics(standalone):
     losses = [row["train_loss"] for row in metrics["curves"]]
     assert metrics["trainers"] == 1 and metrics["epochs_run"] == 3 and all(map(torch.isfinite, torch.tensor(losses)))
     assert losses[-1] < losses[0]
-    _close(metrics["final"], _layerwise(run_dir), 1e-5)  # float32 logits, sums in another order
+    layerwise, tied = _layerwise(run_dir)
+    _close(metrics["final"], layerwise, 1e-5, tied)  # float32 logits, sums in another order
 
 
 def _private_shm_works() -> bool:
@@ -162,5 +171,6 @@ def test_two_partitions_two_servers_two_trainers_follow_one_process(standalone, 
     for two, one in zip(metrics["curves"], single["curves"], strict=True):
         assert two["train_loss"] == pytest.approx(one["train_loss"], abs=1e-4)
         assert two["val_loss"] == pytest.approx(one["val_loss"], abs=1e-4)
-    _close(metrics["final"], single["final"], 1e-4)
-    _close(metrics["final"], _layerwise(run_dir), 1e-5)
+    layerwise, tied = _layerwise(run_dir)
+    _close(metrics["final"], single["final"], 1e-4, tied)
+    _close(metrics["final"], layerwise, 1e-5, tied)
