@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader
 
 from zoo.engine import RecipeError, load_recipe, run_recipe
 from zoo.engine.distributed import ShardedBatches
+from zoo.models import create_model
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "tests/engine/ddp_driver.py"
@@ -52,6 +53,17 @@ def _driver():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _node_test_logits(weights: dict) -> torch.Tensor:
+    """The driver's sampled LTGA-Edge with ``weights``, on its whole graph (full neighbourhoods): test-node logits."""
+    driver = _driver()
+    data = driver.node_data()
+    model = create_model("ltga", in_feats=data.features.shape[1], num_classes=data.num_classes,
+                         **{k: v for k, v in driver.NODE_RECIPE["model"].items() if k != "name"})
+    model.load_state_dict(weights)
+    with torch.no_grad():
+        return model.eval()(data.graph, data.features)[data.test_mask]
 
 
 def _torchrun(*args, timeout=TIMEOUT, fails=False):
@@ -130,10 +142,16 @@ def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_pat
         assert [row[key] for row in ranked["curves"]] == pytest.approx([row[key] for row in single["curves"]],
                                                                        rel=1e-4), key
     assert single["curves"][0]["q_mean/layer0_head0"] != single["curves"][-1]["q_mean/layer0_head0"]  # q trained
-    assert ranked["final"]["test"]["accuracy"] == single["final"]["test"]["accuracy"]
     ranked_best, single_best = (torch.load(tmp_path / run / "best.pt")["model"] for run in ("ddp", "single"))
     for name, tensor in single_best.items():
         torch.testing.assert_close(ranked_best[name], tensor, rtol=1e-4, atol=1e-5)
+    # the same test predictions, except where the top two logits are so close that rounding decides
+    ranked_logits, single_logits = (_node_test_logits(best) for best in (ranked_best, single_best))
+    top2 = single_logits.topk(2, dim=1).values
+    tied = top2[:, 0] - top2[:, 1] < 1e-3
+    assert torch.equal(ranked_logits.argmax(1)[~tied], single_logits.argmax(1)[~tied])
+    accuracy_gap = abs(ranked["final"]["test"]["accuracy"] - single["final"]["test"]["accuracy"])
+    assert accuracy_gap <= tied.double().mean() + 1e-9
     assert not (tmp_path / "ddp" / "last.pt").exists()
     # the graph and its tensors were loaded by rank 0 alone; rank 1 attached to them in shared memory
     assert sorted(path.name for path in (tmp_path / "ddp").glob("loaded_by_*")) == ["loaded_by_rank0"]
