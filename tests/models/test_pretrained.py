@@ -201,7 +201,7 @@ def test_a_lone_or_foreign_weights_file_is_refused(tmp_path):
 
 def test_a_legacy_pt_file_loads_with_a_warning_for_one_release(tmp_path):
     model = _tiny()
-    path = _legacy(model, _card(name="old"), tmp_path / "old.pt")
+    _legacy(model, _card(name="old"), tmp_path / "old.pt")
     batch = random_molecules(3)
     model.eval()
     with pytest.warns(FutureWarning, match="read for this release only.*save_pretrained"):

@@ -5,8 +5,6 @@ import json
 import math
 import shutil
 
-import pytest
-
 from tests.analysis.figures.tiny_runs import EPOCHS, tiny_ltga_runs  # noqa: F401 (the runs fixture)
 from tests.tools.tool_loader import load_tool
 from zoo.analysis.figures import FIGURES

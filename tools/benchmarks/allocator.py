@@ -34,19 +34,15 @@ def worker(config: dict) -> dict:
     if config["setting"] == "kept":
         keep_freed_memory()
     import torch
-    import torch.nn.functional as F
 
-    from tools.benchmarks.models import _train_step, gps_configs, random_molecules
+    from tools.benchmarks.models import _train_step, gps_configs, random_molecule_loss
     from zoo.engine.recipe import load_recipe
     from zoo.models import create_model
 
     torch.manual_seed(0)
     model = create_model("siggate_gt", **gps_configs(config["recipe"])[1])
-    spec = model.pe_spec()
-    batch = random_molecules(config["batch_size"], config["atoms"], lap_k=spec.get("lap_k", 8),
-                             rwse_k=spec.get("rwse_k", 20))
-    target = torch.randn(config["batch_size"], 1)
-    step = _train_step(model, lambda m: F.l1_loss(m(batch), target), load_recipe(config["recipe"]).optim)
+    loss = random_molecule_loss(model.pe_spec(), config["batch_size"], config["atoms"])
+    step = _train_step(model, loss, load_recipe(config["recipe"]).optim)
     for _ in range(2):
         step()
     times = []

@@ -210,6 +210,14 @@ NORMALISER_OPTIONS = {  # sparsegate_gt's global attention as recipes/*_sparsega
 }
 
 
+def random_molecule_loss(spec: dict, batch_size: int, atoms: int | tuple[int, int]):
+    """``model -> L1 loss`` on one fixed batch of :func:`random_molecules` with the positional
+    encodings of ``spec`` (a model's ``pe_spec()``) and random regression targets."""
+    batch = random_molecules(batch_size, atoms, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
+    target = torch.randn(batch_size, 1)
+    return lambda model: F.l1_loss(model(batch), target)
+
+
 def _real_batch_loss(batches: list, task: str):
     """A loss closure that takes the next of ``batches`` (cycling) at every call: the trainer's
     masked loss of the model on it."""
@@ -302,9 +310,8 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     spec = next(iter(built.values())).pe_spec()
     optim = load_recipe(recipe).optim if recipe else None  # the recipe's update, as the graph trainer runs it
     if data is None:
-        batch = random_molecules(batch_size, atoms, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
-        target = torch.randn(batch_size, 1)
-        make_loss = lambda: lambda model: F.l1_loss(model(batch), target)  # noqa: E731
+        loss = random_molecule_loss(spec, batch_size, atoms)
+        make_loss = lambda: loss  # noqa: E731
     else:
         data.add_positional_encodings(spec, progress=True)
         rounds = (profile + 2) if profile else (repeats + 2)  # two warm-up rounds, as _median_step_ms
@@ -334,6 +341,6 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     ms = _median_step_ms(steps, repeats)
     _print_table(title, ms, next(iter(built)))
     if peer:
-        print(f"parameters: " + ", ".join(f"{name} {sum(p.numel() for p in model.parameters())}"
+        print("parameters: " + ", ".join(f"{name} {sum(p.numel() for p in model.parameters())}"
                                           for name, model in built.items()))
     return ms
