@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.dist_config:
                 data = open_dist_graph(recipe, args.dist_config, args.ip_config)
                 for seed in seeds if seeds is not None else recipe.seeds:
-                    train_dist_graph(recipe, data, seed, args.out)
+                    train_dist_graph(recipe, data, seed, args.out, force=args.force)
             else:
                 run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet,
                            device=args.device)

@@ -25,6 +25,7 @@ from zoo.models import create_model
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "recipes" / "cora_ltga_edge_sampled.yaml"
+DRIVER = REPO / "tests" / "engine" / "dist_graph_driver.py"
 EXACT = ["--set", "train.sampler.fanouts=[-1,-1]", "--set", "model.dropout=0.0", "--set", "model.attn_dropout=0.0",
          "--epochs", "3", "--seeds", "0"]
 TIE_MARGIN = 1e-4  # logit gap; the one- and two-trainer models differ by about 4e-6 in their logits
@@ -134,6 +135,27 @@ def test_standalone_trains_and_reports_the_layerwise_metrics(standalone):
     assert losses[-1] < losses[0]
     layerwise, tied = _layerwise(run_dir)
     _close(metrics["final"], layerwise, 1e-5, tied)  # float32 logits, sums in another order
+
+
+def test_standalone_resumes_a_killed_run_to_the_uninterrupted_result(standalone, tmp_path):
+    """Interrupted after epoch 1 (its last.pt written), the same run relaunched resumes from epoch 2
+    and ends with the uninterrupted run's curves and metrics; TensorBoard events are written."""
+    part_config = _partition(tmp_path, 1)
+    command = [sys.executable, str(DRIVER), str(part_config), str(tmp_path / "runs")]
+    ((code, output),) = _run([(command + ["1"], {"PYTHONPATH": str(REPO)})], tmp_path, 1)
+    assert code != 0 and "KeyboardInterrupt" in output, output[-3000:]
+    (last,) = (tmp_path / "runs").glob("*/*/seed0/last.pt")
+    assert load_checkpoint(last)["state"]["epoch"] == 2
+    ((code, output),) = _run([(command, {"PYTHONPATH": str(REPO)})], tmp_path, 1)
+    assert code == 0 and "from epoch 2" in output, output[-3000:]
+    metrics, run_dir = _metrics(tmp_path / "runs")
+    single, _ = standalone
+    assert metrics["epochs_run"] == 3 and not (run_dir / "last.pt").exists()
+    for resumed, uninterrupted in zip(metrics["curves"], single["curves"], strict=True):
+        assert resumed["train_loss"] == pytest.approx(uninterrupted["train_loss"], rel=1e-6)
+        assert resumed["val_loss"] == pytest.approx(uninterrupted["val_loss"], rel=1e-6)
+    assert metrics["final"]["test"]["loss"] == pytest.approx(single["final"]["test"]["loss"], rel=1e-6)
+    assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
 
 
 def _private_shm_works() -> bool:

@@ -35,14 +35,15 @@ import yaml
 
 from zoo._atomic import atomic_write
 from zoo.data import load_card
-from zoo.engine.checkpoint import cpu_state_dict, save_checkpoint, write_json
+from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.distributed import all_sum, init_from_env, is_main, say, world
 from zoo.engine.environment import environment
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, finish, run_epochs
 from zoo.engine.experiment import run_folder
 from zoo.engine.index_training import build_index_optimizer, shannon_prior, split_index_parameters
 from zoo.engine.node_sampling import graph_layers, sampled_forward
 from zoo.engine.recipe import Recipe, RecipeError
-from zoo.engine.reproducibility import seed_everything
+from zoo.engine.reproducibility import epoch_seed, seed_everything
 from zoo.models import create_model
 
 
@@ -90,10 +91,19 @@ def open_dist_graph(recipe: Recipe, part_config: str | Path, ip_config: str | Pa
     return DistData(dgl.distributed.DistGraph(config["graph_name"], part_config=str(part_config)), book)
 
 
-def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path) -> dict:
+def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path, *, force: bool = False,
+                     on_epoch_end=None, checkpoint_every: float = CHECKPOINT_EVERY) -> dict:
     """Train ``recipe`` (a node recipe with ``train.sampler``) on ``data`` for ``seed``.
 
-    Returns the metrics (``{}`` on ranks other than 0, which write nothing).
+    Returns the metrics (``{}`` on ranks other than 0, which write nothing). The epochs run in
+    :func:`zoo.engine.epoch_loop.run_epochs`: ``last.pt`` (rank 0 writes it, every trainer reads
+    it, so the run folder must be on a file system they all see, as DGL's launcher's workspace),
+    TensorBoard scalars, and a kill that costs at most ``checkpoint_every`` seconds of training:
+    the same command resumes. Each epoch's shuffle and dropout are seeded by (seed, epoch, rank),
+    so a resumed run takes the batches it would have taken; with sampled fanouts the neighbours
+    come from DGL's samplers, whose state a resume does not restore. A seed whose
+    ``metrics.json`` exists is skipped unless ``force``. ``on_epoch_end(epoch, row)`` runs on rank
+    0 after each epoch.
 
     >>> metrics = train_dist_graph(load_recipe("recipes/cora_ltga_edge_sampled.yaml"), data, 0, "runs")  # doctest: +SKIP
     """
@@ -104,6 +114,11 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path)
     if sampler.batch_size % trainers:
         raise RecipeError(f"train.sampler.batch_size={sampler.batch_size} does not split over {trainers} trainers; "
                           f"use a multiple of {trainers}")
+    run_dir = run_folder(recipe, out) / f"seed{seed}"
+    finished = run_dir / "metrics.json"
+    if finished.exists() and not force:
+        say(f"seed {seed}: finished run found in {run_dir}, skipping it (use --force to retrain)")
+        return json.loads(finished.read_text()) if is_main() else {}
     seed_everything(seed)
     model = create_model(recipe.model["name"], in_feats=graph.ndata["feat"].shape[1],
                          num_classes=load_card(recipe.dataset)["num_classes"], **recipe.model_args())
@@ -111,51 +126,59 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path)
         raise RecipeError(f"{recipe.name}: the model has {len(graph_layers(model))} graph layers but "
                           f"train.sampler.fanouts has {len(sampler.fanouts)} entries; give one per layer")
     trained = model if trainers == 1 else torch.nn.parallel.DistributedDataParallel(model)
-    optimizers = [torch.optim.Adam(split_index_parameters(model)[0], lr=recipe.optim.lr,
-                                   weight_decay=recipe.optim.weight_decay)]
+    weights = torch.optim.Adam(split_index_parameters(model)[0], lr=recipe.optim.lr,
+                               weight_decay=recipe.optim.weight_decay)
     index_optimizer = build_index_optimizer(model, recipe.optim)
+    optimizers = [weights] + ([index_optimizer] if index_optimizer is not None else [])
     split = {part: dgl.distributed.node_split(graph.ndata[f"{part}_mask"], data.book, force_even=True)
              for part in ("train", "val", "test")}
     loader = dgl.dataloading.DistNodeDataLoader(graph, split["train"], dgl.dataloading.NeighborSampler(sampler.fanouts),
                                                 batch_size=sampler.batch_size // trainers, shuffle=True)
     steps = _fewest_steps(math.ceil(len(split["train"]) / (sampler.batch_size // trainers)))
-    curves, best = [], {"val_loss": math.inf, "epoch": -1, "model": cpu_state_dict(model)}
-    for epoch in range(recipe.optim.epochs):
+
+    def train_epoch(epoch: int) -> dict:
+        torch.manual_seed(epoch_seed(seed, epoch, rank))  # this epoch's shuffle and dropout
         loss_sum, seen = 0.0, 0
-        model.train()
+        trained.train()
         for _, (input_nodes, seeds, blocks) in zip(range(steps), loader):
-            for optimizer in (*optimizers, index_optimizer):
-                if optimizer is not None:
-                    optimizer.zero_grad()
+            for optimizer in optimizers:
+                optimizer.zero_grad()
             logits = sampled_forward(trained, graph, blocks, graph.ndata["feat"][input_nodes])
             loss = F.cross_entropy(logits, graph.ndata["label"][seeds].long())
             (loss + shannon_prior(model, recipe.optim.q_prior)).backward()
-            optimizers[0].step()
+            weights.step()
             if index_optimizer is not None and epoch >= recipe.optim.q_warmup:
                 index_optimizer.step()
             loss_sum, seen = loss_sum + float(loss) * len(seeds), seen + len(seeds)
-        row = {"epoch": epoch, "train_loss": all_sum(loss_sum) / all_sum(seen)}
-        row.update({f"val_{k}": v for k, v in evaluate(model, graph, split["val"], sampler.eval_batch_size).items()})
-        curves.append(row)
+        return {"train_loss": all_sum(loss_sum) / all_sum(seen)}
+
+    def end_of_epoch(epoch: int, row: dict) -> None:
         say(f"seed {seed} epoch {epoch}: train loss {row['train_loss']:.4f}, val loss {row['val_loss']:.4f}, "
             f"val accuracy {row['val_accuracy']:.4f}")
-        if row["val_loss"] < best["val_loss"]:
-            best = {"val_loss": row["val_loss"], "epoch": epoch, "model": cpu_state_dict(model)}
-        elif epoch - best["epoch"] >= recipe.optim.patience:
-            break
-    model.load_state_dict(best["model"])
+        if on_epoch_end is not None:
+            on_epoch_end(epoch, row)
+
+    if is_main():
+        run_dir.mkdir(parents=True, exist_ok=True)
+    state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
+                       patience=recipe.optim.patience, train_epoch=train_epoch, monitor="val_loss", mode="min",
+                       evaluate=lambda: {f"val_{k}": v for k, v in
+                                         evaluate(model, graph, split["val"], sampler.eval_batch_size).items()},
+                       progress=False, on_epoch_end=end_of_epoch, checkpoint_every=checkpoint_every)
+    model.load_state_dict(state["best_model"])
     final = {part: evaluate(model, graph, split[part], sampler.eval_batch_size) for part in ("val", "test")}
-    metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "best_epoch": best["epoch"],
-               "epochs_run": len(curves), "curves": curves, "final": final}
+    metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "best_epoch": state["best_epoch"],
+               "epochs_run": state["epoch"], "stopped_early": state["stopped_early"],
+               "train_seconds": state["train_seconds"], "curves": state["curves"], "final": final}
     if not is_main():
         return {}
-    run_dir = run_folder(recipe, out) / f"seed{seed}"
-    run_dir.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(recipe.to_dict(), sort_keys=False).encode()
     atomic_write(run_dir / "config.yaml", lambda handle: handle.write(text))
-    save_checkpoint({"model": best["model"], "recipe": recipe.to_dict(), "epoch": best["epoch"]}, run_dir / "best.pt")
+    save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
+                    run_dir / "best.pt")
     write_json(environment(), run_dir / "environment.json")
     write_json(metrics, run_dir / "metrics.json")
+    finish(run_dir)
     return metrics
 
 

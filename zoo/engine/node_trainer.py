@@ -29,7 +29,7 @@ from zoo.engine.index_training import build_index_optimizer, index_trajectory, s
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.node_sampling import LayerwiseInference, layerwise_forward, sampled_forward, shuffled_batches
 from zoo.engine.recipe import Recipe
-from zoo.engine.reproducibility import seed_everything
+from zoo.engine.reproducibility import epoch_seed, seed_everything
 from zoo.models import create_model
 from zoo.models.capabilities import HasLTGALayers
 
@@ -105,8 +105,8 @@ def train_node_classifier(
 
         def train_epoch(epoch: int) -> dict:
             trained.train()
-            torch.manual_seed(_epoch_seed(seed, epoch, rank))  # dropout
-            order = torch.Generator().manual_seed(_epoch_seed(seed, epoch))  # the same on every rank
+            torch.manual_seed(epoch_seed(seed, epoch, rank))  # dropout
+            order = torch.Generator().manual_seed(epoch_seed(seed, epoch))  # the same on every rank
             total, count = 0.0, 0
             for input_nodes, output_nodes, blocks in shuffled_batches(data.graph, train_nodes, sampler.fanouts,
                                                                       sampler.batch_size, order, rank, world_size):
@@ -175,11 +175,6 @@ def _attention_diagnostics(model, data, mask, main_metric: str, seed: int, run_d
         for key, value in diagnostics["counterfactual"].items():
             writer.add_scalar(f"counterfactual/{key}", value)
     return diagnostics
-
-
-def _epoch_seed(seed: int, epoch: int, rank: int | None = None) -> int:
-    """A seed for one epoch of run ``seed`` (and one rank), independent of what ran before it."""
-    return (seed * 1_000_003 + epoch) * 1_009 + (0 if rank is None else rank + 1)
 
 
 def _optimizers(model, optim) -> list[torch.optim.Optimizer]:

@@ -1,0 +1,27 @@
+"""Launched by test_dist_graph_training.py: ``PART_CONFIG OUT [STOP]`` trains the test's recipe
+(full neighbourhoods, no dropout, 3 epochs) in DGL's standalone mode through
+:func:`zoo.engine.dist_graph_training.train_dist_graph`, writing ``last.pt`` after every epoch; with
+STOP, the run is interrupted after epoch STOP's checkpoint (a killed job to resume)."""
+import sys
+from pathlib import Path
+
+from zoo.engine.dist_graph_training import open_dist_graph, train_dist_graph
+from zoo.engine.recipe import load_recipe
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "cora_ltga_edge_sampled.yaml"
+EXACT = ["train.sampler.fanouts=[-1,-1]", "model.dropout=0.0", "model.attn_dropout=0.0"]
+
+
+def interrupt_after(stop):
+    def on_epoch_end(epoch, row):
+        if epoch == stop:
+            raise KeyboardInterrupt
+    return on_epoch_end
+
+
+if __name__ == "__main__":
+    part_config, out, *stop = sys.argv[1:]
+    recipe = load_recipe(RECIPE, EXACT, epochs=3)
+    data = open_dist_graph(recipe, part_config, None)
+    train_dist_graph(recipe, data, 0, out, checkpoint_every=0,
+                     on_epoch_end=interrupt_after(int(stop[0])) if stop else None)
