@@ -18,7 +18,9 @@ partition's, :class:`DistData`), takes
 every trainer takes the same number of steps (the smallest share's). Validation and test nodes are
 split the same way and evaluated on their full neighbourhoods (exact: the full-batch forward), the
 losses and counts summed over trainers. Early stopping on validation loss; only rank 0 writes
-``config.yaml``, ``environment.json``, ``metrics.json`` and ``best.pt`` into ``<out>/<recipe>/<config-hash>/seed<k>/``.
+``config.yaml``, ``environment.json``, ``metrics.json``, ``best.pt``, TensorBoard events and, while
+the run lasts, ``last.pt`` (the same command resumes a killed run) into
+``<out>/<recipe>/<config-hash>/seed<k>/``.
 """
 from __future__ import annotations
 
