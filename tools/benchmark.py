@@ -71,7 +71,7 @@ def _aggregate(args: argparse.Namespace) -> None:
 
 def _logits(args: argparse.Namespace) -> None:
     benchmark_logits(nodes=args.nodes, edges=int(float(args.edges)), heads=args.heads, feats=args.features,
-                     repeats=args.repeats)
+                     repeats=args.repeats, chunk_powers=tuple(args.chunk_powers))
 
 
 def _scale(args: argparse.Namespace) -> None:
@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         op.add_argument("--heads", type=int, default=8, help="heads (default 8)")
         op.add_argument("--features", type=int, default=64, help="features per head (default 64)")
         op.add_argument("--repeats", type=int, default=repeats, help="timed runs per op (median)")
+        if name == "logits":
+            op.add_argument("--chunk-powers", type=int, nargs="+", default=[], metavar="K",
+                            help="also time edge_gatv2_logits with chunks of 2^K elements (e.g. 14 16 18 20 24)")
         op.set_defaults(func=run)
     scale = commands.add_parser("scale", help="seeds/s and peak RSS: full batch, mini-batch, 2 ranks (issue 17)")
     scale.add_argument("--nodes", nargs="+", default=["1e5", "1e6"], help="synthetic graph sizes in nodes "

@@ -13,7 +13,7 @@ benchmark_cli = load_tool("benchmark")
 
 def _rows(out: str) -> dict[str, tuple[str, str]]:
     """``| name | ms | ratio |`` table rows as name -> (ms, ratio) strings."""
-    return {m[1]: (m[2], m[3]) for m in re.finditer(r"^\| (\w+) \| ([\d.]+) \| ([\d.]+) \|$", out, re.M)}
+    return {m[1]: (m[2], m[3]) for m in re.finditer(r"^\| ([^|]+?) \| ([\d.]+) \| ([\d.]+) \|$", out, re.M)}
 
 
 def test_layers_and_gps_ratios_are_to_the_named_peer(capsys):
@@ -59,6 +59,13 @@ def test_cli_logits_table(capsys):
     assert benchmark_cli.main(["logits", "--nodes", "50", "--edges", "200", "--features", "4", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert set(_rows(out)) == {"materialised", "edge_gatv2_logits"} and "8 heads x 4" in out
+
+
+def test_cli_logits_times_each_chunk_size_asked_for(capsys):
+    assert benchmark_cli.main(["logits", "--nodes", "50", "--edges", "200", "--features", "4", "--repeats", "1",
+                               "--chunk-powers", "4", "10"]) == 0
+    rows = set(_rows(capsys.readouterr().out))
+    assert rows == {"materialised", "edge_gatv2_logits", "edge_gatv2_logits 2^4", "edge_gatv2_logits 2^10"}
 
 
 def test_ops_worker_times_each_op_in_a_fresh_process():

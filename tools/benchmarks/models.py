@@ -147,11 +147,13 @@ def benchmark_aggregate(nodes: int = 11758, edges: int = 1038000, heads: int = 8
 
 
 def benchmark_logits(nodes: int = 11758, edges: int = 1038000, heads: int = 8, feats: int = 64,
-                     repeats: int = 3) -> dict[str, float]:
+                     repeats: int = 3, chunk_powers: tuple[int, ...] = ()) -> dict[str, float]:
     """Median forward+backward of GATv2's logits ``a . LeakyReLU(x_i + x_j)`` ``[E, H]``: the
     materialised computation (``apply_edges(u_add_v)``, LeakyReLU, product, sum) against
     :func:`zoo.ops.edge_gatv2_logits`. Defaults: a Tolokers-sized graph with the LTGA backbone's
-    first layer (8 heads x 64)."""
+    first layer (8 heads x 64). ``chunk_powers``: also time the op with chunks of ``2**k``
+    elements for each ``k`` (row ``edge_gatv2_logits 2^k``; the default is
+    :data:`zoo.ops.gatv2.CHUNK_ELEMENTS`)."""
     graph = random_graph(nodes, edges)
     gen = torch.Generator().manual_seed(1)
     feat_src, feat_dst = (torch.randn(nodes, heads, feats, generator=gen, requires_grad=True) for _ in range(2))
@@ -167,9 +169,13 @@ def benchmark_logits(nodes: int = 11758, edges: int = 1038000, heads: int = 8, f
     def step(op):
         return lambda: op().backward(upstream)
 
-    ms = _median_step_ms({"materialised": step(materialised),
-                          "edge_gatv2_logits": step(lambda: edge_gatv2_logits(graph, feat_src, feat_dst, attn))},
-                         repeats, warmup=1)
+    steps = {"materialised": step(materialised),
+             "edge_gatv2_logits": step(lambda: edge_gatv2_logits(graph, feat_src, feat_dst, attn))}
+    for power in chunk_powers:
+        chunk = max(1, 2 ** power // (heads * feats))
+        steps[f"edge_gatv2_logits 2^{power}"] = step(
+            lambda chunk=chunk: edge_gatv2_logits(graph, feat_src, feat_dst, attn, chunk_edges=chunk))
+    ms = _median_step_ms(steps, repeats, warmup=1)
     _print_table(f"logits: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {heads} heads x {feats}",
                  ms, "materialised", step="forward+backward")
     return ms

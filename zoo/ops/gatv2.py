@@ -18,8 +18,10 @@ from ._common import ZooOpError
 
 CHUNK_ELEMENTS = 1 << 18
 """Elements of one chunk's ``[edges, H, F]`` sums: 1 MiB of float32, 512 edges at 8 heads x 64
-features. On Tolokers-sized graphs 2**18 to 2**20 were fastest, at 8 x 8 and at 8 x 64; 2**14 and
-2**24 took over twice as long at 8 x 8."""
+features. ``python tools/benchmark.py logits --chunk-powers 14 16 18 20 24`` (Tolokers-sized, 1
+thread, beside three training jobs) found 2**18 fastest at 8 heads x 64 (2.90 s; 2**20 3.56 s,
+2**16 4.38 s, 2**14 9.57 s, 2**24 11.44 s) and at 8 x 8 (``--features 8``: 0.46 s; 2**14 and 2**24
+took 2.8 and 3.4 times as long)."""
 
 
 def _chunks(num_edges: int, heads: int, feats: int, chunk_edges: int | None):
