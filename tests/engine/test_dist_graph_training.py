@@ -132,6 +132,9 @@ def test_standalone_trains_and_reports_the_layerwise_metrics(standalone):
     metrics, run_dir = standalone
     losses = [row["train_loss"] for row in metrics["curves"]]
     assert metrics["trainers"] == 1 and metrics["epochs_run"] == 3 and all(map(torch.isfinite, torch.tensor(losses)))
+    # LTGA-Edge's q per layer and head, every epoch (q stays 1 in the 20-epoch warm-up; per-edge q has an sd)
+    assert all(row["q_mean/layer1_head0"] == pytest.approx(1.0, abs=0.05) and "q_sd/layer0_head0" in row
+               for row in metrics["curves"])
     assert losses[-1] < losses[0]
     layerwise, tied = _layerwise(run_dir)
     _close(metrics["final"], layerwise, 1e-5, tied)  # float32 logits, sums in another order

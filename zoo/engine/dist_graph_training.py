@@ -42,7 +42,8 @@ from zoo.engine.distributed import all_sum, init_from_env, is_main, say, world
 from zoo.engine.environment import environment
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, finish, run_epochs
 from zoo.engine.experiment import run_folder
-from zoo.engine.index_training import build_index_optimizer, shannon_prior, split_index_parameters
+from zoo.engine.index_training import (build_index_optimizer, index_trajectory, shannon_prior,
+                                       split_index_parameters)
 from zoo.engine.node_sampling import graph_layers, sampled_forward
 from zoo.engine.recipe import Recipe, RecipeError
 from zoo.engine.reproducibility import epoch_seed, seed_everything
@@ -152,7 +153,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
             if index_optimizer is not None and epoch >= recipe.optim.q_warmup:
                 index_optimizer.step()
             loss_sum, seen = loss_sum + float(loss) * len(seeds), seen + len(seeds)
-        return {"train_loss": all_sum(loss_sum) / all_sum(seen)}
+        return {"train_loss": all_sum(loss_sum) / all_sum(seen), **index_trajectory(model)}
 
     def end_of_epoch(epoch: int, row: dict) -> None:
         say(f"seed {seed} epoch {epoch}: train loss {row['train_loss']:.4f}, val loss {row['val_loss']:.4f}, "
