@@ -21,7 +21,7 @@ SHIPPED = list_models(pretrained=True)
 PT_WEIGHTS_SHA256 = {"zinc_siggate": "87aa47aadfa54d46320934b509e8a2ddc35757f789dcf9e2f400a8850c27459b",
                      "molhiv_siggate_cpu": "3f8e09274eab5a2e17199d025357aad276b351625ad556d64aa50d2ae41787e1"}
 CHECKPOINT_SHA256 = {"zinc_siggate": "1f051f7626b0b5da4793ee856b0cfa58f6170da5375f743ce57d46376280cc74",
-                     "molhiv_siggate_cpu": "6170c310959ae1540d94ece8de7b2d14a5919f3441a64b6de8fa0157cd6d6b50"}
+                     "molhiv_siggate_cpu": "c2c5f1ca6d38fc7e47e4f039526754a1704e519d2dd1d09dd937a13919a646eb"}
 
 
 def test_the_two_promised_checkpoints_ship():
