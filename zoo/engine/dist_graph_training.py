@@ -100,7 +100,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
 
     Returns the metrics (``{}`` on ranks other than 0, which write nothing). The epochs run in
     :func:`zoo.engine.epoch_loop.run_epochs`: ``last.pt`` (rank 0 writes it, every trainer reads
-    it, so the run folder must be on a file system they all see, as DGL's launcher's workspace),
+    it, so across machines the run folder must be on a file system they all see, e.g. NFS),
     TensorBoard scalars, and a kill that costs at most ``checkpoint_every`` seconds of training:
     the same command resumes. Each epoch's shuffle and dropout are seeded by (seed, epoch, rank),
     so a resumed run takes the batches it would have taken; with sampled fanouts the neighbours
