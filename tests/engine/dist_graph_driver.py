@@ -9,7 +9,8 @@ from zoo.engine.dist_graph_training import open_dist_graph, train_dist_graph
 from zoo.engine.recipe import load_recipe
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "cora_ltga_edge_sampled.yaml"
-EXACT = ["train.sampler.fanouts=[-1,-1]", "model.dropout=0.0", "model.attn_dropout=0.0"]
+EXACT = ["train.sampler.fanouts=[-1,-1]", "model.dropout=0.0", "model.attn_dropout=0.0"]  # the test's runs too
+EPOCHS = 3
 
 
 def interrupt_after(stop):
@@ -21,7 +22,7 @@ def interrupt_after(stop):
 
 if __name__ == "__main__":
     part_config, out, *stop = sys.argv[1:]
-    recipe = load_recipe(RECIPE, EXACT, epochs=3)
+    recipe = load_recipe(RECIPE, EXACT, epochs=EPOCHS)
     data = open_dist_graph(recipe, part_config, None)
     train_dist_graph(recipe, data, 0, out, checkpoint_every=0,
                      on_epoch_end=interrupt_after(int(stop[0])) if stop else None)

@@ -18,16 +18,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.engine import dist_graph_driver as driver
 from zoo.data import load_node_dataset
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.node_sampling import layerwise_forward
 from zoo.models import create_model
 
 REPO = Path(__file__).resolve().parents[2]
-RECIPE = REPO / "recipes" / "cora_ltga_edge_sampled.yaml"
-DRIVER = REPO / "tests" / "engine" / "dist_graph_driver.py"
-EXACT = ["--set", "train.sampler.fanouts=[-1,-1]", "--set", "model.dropout=0.0", "--set", "model.attn_dropout=0.0",
-         "--epochs", "3", "--seeds", "0"]
+RECIPE = driver.RECIPE
+DRIVER = Path(driver.__file__)
+EXACT = [arg for override in driver.EXACT for arg in ("--set", override)]
+EXACT += ["--epochs", str(driver.EPOCHS), "--seeds", "0"]
 TIE_MARGIN = 1e-4  # logit gap; the one- and two-trainer models differ by about 4e-6 in their logits
 TIMEOUT = 180  # seconds for a whole launch (servers, trainers, exit; about 30 s on an idle machine)
 PRIVATE_SHM = ["unshare", "-Urm", "sh", "-c", 'mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"']
