@@ -3,6 +3,7 @@ skipped and reported; the others still run).
 
     python tools/sweep.py recipes/cora_*.yaml recipes/texas_ltga_*.yaml --seeds 0-9 --out runs/ltga
     python tools/sweep.py recipes/zinc_cpu_*.yaml --order seed --out runs/zinc_cpu   # seed 0 of all, then seed 1, ...
+    python tools/sweep.py recipes/zinc_cpu_*.yaml --out runs/zinc_cpu --status     # what is done, under way, left
     python tools/report.py runs/ltga
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from zoo.engine.cli import RESUME_HINT, add_run_options, sigterm_as_interrupt  #
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.experiment import SWEEP_ORDERS  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
+from zoo.engine.sweep_status import format_status, sweep_status  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
                              "every recipe before seed k+1, so a sweep stopped early leaves paired seeds")
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
+    parser.add_argument("--status", action="store_true",
+                        help="train nothing: list each recipe's seeds that are finished, under way (at which "
+                             "epoch) or still to run, and the training time left")
     args = parser.parse_args(argv)
     keep_freed_memory()
     try:
@@ -41,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     except (RecipeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.status:
+        try:
+            print(format_status(sweep_status(recipes, args.out, seeds)))
+        except CheckpointError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        return 0
     try:
         with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
             results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,

@@ -62,7 +62,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
             say(f"seed {seed}: finished run found in {seed_dir}, skipping it (use --force to retrain)")
             runs.append(json.loads(finished.read_text()))
             continue
-        twin = None if force or seed_dir.exists() else _finished_twin(base, seed_dir.name)
+        twin = None if force or seed_dir.exists() else finished_twin(base, seed_dir.name)
         if twin is not None:
             if rank0:
                 _copy_twin(twin, base, seed_dir, resolved)
@@ -107,7 +107,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     return summary
 
 
-def _finished_twin(base: Path, seed_name: str) -> Path | None:
+def finished_twin(base: Path, seed_name: str) -> Path | None:
     """A finished seed of another recipe with the same config hash under the same output root."""
     for metrics in sorted(base.parent.parent.glob(f"*/{base.name}/{seed_name}/metrics.json")):
         if metrics.parent.parent != base:

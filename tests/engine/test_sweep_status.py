@@ -1,0 +1,87 @@
+"""zoo.engine.sweep_status: every seed's state and the time left, from hand-made run folders."""
+import dataclasses
+import json
+
+import pytest
+
+from tests.tools.tool_loader import ROOT, load_tool
+from zoo.engine import load_recipe, run_folder
+from zoo.engine.checkpoint import save_checkpoint
+from zoo.engine.sweep_status import SeedStatus, format_status, sweep_status
+
+sweep_cli = load_tool("sweep")
+
+
+def _finish(seed_dir, seconds):
+    seed_dir.mkdir(parents=True)
+    (seed_dir / "metrics.json").write_text(json.dumps({"train_seconds": seconds}))
+
+
+@pytest.fixture
+def recipes():
+    recipe = dataclasses.replace(load_recipe(ROOT / "recipes/texas_gcn.yaml"), seeds=[0, 1, 2, 3, 4])
+    return recipe, dataclasses.replace(recipe, name="texas_gcn_twin")  # same config hash, another name
+
+
+def test_each_state_and_its_time_left(tmp_path, recipes):
+    recipe, twin = recipes
+    epochs = recipe.optim.epochs
+    base = run_folder(recipe, tmp_path)
+    _finish(base / "seed0", 100.0)
+    _finish(base / "seed1", 300.0)
+    (base / "seed2").mkdir()
+    save_checkpoint({"state": {"epoch": 4, "train_seconds": 40.0}}, base / "seed2" / "last.pt")
+    (base / "seed3").mkdir()  # started, no epoch finished yet
+    _finish(run_folder(twin, tmp_path) / "seed4", 700.0)  # the twin finished seed 4 first
+
+    rows = sweep_status([recipe, twin], tmp_path)
+    mine = {row.seed: row for row in rows if row.recipe == recipe.name}
+    assert [mine[s].state for s in range(5)] == ["finished", "finished", "under way", "under way", "twin"]
+    assert (mine[2].epoch, mine[2].seconds, mine[2].left) == (4, 40.0, pytest.approx(10.0 * (epochs - 4)))
+    assert (mine[3].epoch, mine[3].left) == (0, 200.0)  # the mean of seeds 0 and 1
+    assert (mine[4].seconds, mine[4].left) == (700.0, 0.0)
+    theirs = {row.seed: row for row in rows if row.recipe == twin.name}
+    assert [theirs[s].state for s in range(5)] == ["twin", "twin", "to run", "to run", "finished"]
+    assert theirs[2].left == theirs[3].left == 700.0  # its own finished seed sets its pace
+
+
+def test_a_recipe_with_no_finished_seed_is_not_estimated(tmp_path, recipes):
+    recipe, _ = recipes
+    rows = sweep_status([recipe], tmp_path, seeds=[0, 1])
+    assert [(row.state, row.left) for row in rows] == [("to run", None), ("to run", None)]
+    text = format_status(rows)
+    assert "texas_gcn  -         -     -          0-1     ?" in text
+    assert "2 runs of recipes with no finished seed are not estimated" in text
+    assert not (tmp_path / recipe.name).exists()  # looking creates nothing
+
+
+def test_table_lists_seed_ranges_and_totals():
+    rows = [SeedStatus("a", s, "finished", 10, seconds=360.0, left=0.0) for s in (0, 1, 2, 5)]
+    rows += [SeedStatus("a", 7, "to run", 10, left=360.0), SeedStatus("b", 0, "under way", 10, epoch=3, left=7200.0)]
+    lines = format_status(rows).splitlines()
+    assert lines[1].split() == ["a", "0-2,5", "-", "-", "7", "0.1"]
+    assert lines[2].split() == ["b", "-", "-", "0", "(epoch", "3/10)", "-", "2.0"]
+    assert lines[4] == "6 runs: 4 finished, 0 twin, 1 under way, 1 to run."
+    assert lines[5] == "Training time left: 2.1 h."
+
+
+def test_status_flag_trains_nothing(offline_env, tmp_path, capsys):
+    recipe = str(ROOT / "recipes/texas_gcn.yaml")
+    assert sweep_cli.main([recipe, "--seeds", "0", "--epochs", "2", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert sweep_cli.main([recipe, "--seeds", "0-2", "--epochs", "2", "--out", str(tmp_path), "--status"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[:5] == ["texas_gcn", "0", "-", "-", "1-2"]
+    assert "3 runs: 1 finished, 0 twin, 0 under way, 2 to run." in out
+    (run,) = (tmp_path / "texas_gcn").iterdir()
+    assert sorted(p.name for p in run.glob("seed*")) == ["seed0"]
+
+
+def test_status_names_an_unreadable_checkpoint(tmp_path, capsys, recipes):
+    recipe, _ = recipes
+    seed_dir = run_folder(recipe, tmp_path) / "seed0"
+    seed_dir.mkdir(parents=True)
+    (seed_dir / "last.pt").write_bytes(b"not a checkpoint")
+    code = sweep_cli.main([str(ROOT / "recipes/texas_gcn.yaml"), "--seeds", "0", "--out", str(tmp_path), "--status"])
+    assert code == 2
+    assert "last.pt cannot be read" in capsys.readouterr().err
