@@ -51,7 +51,7 @@ def test_a_recipe_with_no_finished_seed_is_not_estimated(tmp_path, recipes):
     assert [(row.state, row.left) for row in rows] == [("to run", None), ("to run", None)]
     text = format_status(rows)
     assert "texas_gcn  -         -     -          0-1     ?" in text
-    assert "2 runs of recipes with no finished seed are not estimated" in text
+    assert "Training time left: not estimated, no recipe has a finished seed yet." in text
     assert not (tmp_path / recipe.name).exists()  # looking creates nothing
 
 
@@ -63,6 +63,9 @@ def test_table_lists_seed_ranges_and_totals():
     assert lines[2].split() == ["b", "-", "-", "0", "(epoch", "3/10)", "-", "2.0"]
     assert lines[4] == "6 runs: 4 finished, 0 twin, 1 under way, 1 to run."
     assert lines[5] == "Training time left: 2.1 h."
+    rows.append(SeedStatus("c", 0, "to run", 10))
+    assert format_status(rows).splitlines()[6] == ("Training time left: 2.1 h for 6 runs; 1 runs of recipes with no "
+                                                   "finished seed are not estimated.")
 
 
 def test_status_flag_trains_nothing(offline_env, tmp_path, capsys):

@@ -101,7 +101,9 @@ def format_status(rows: list[SeedStatus]) -> str:
     counts = ", ".join(f"{sum(row.state == state for row in rows)} {state}" for state in STATES)
     unknown = sum(row.left is None for row in rows)
     left = f"Training time left: {_hours([row.left for row in rows if row.left is not None])} h"
-    if unknown:
+    if unknown == len(rows):
+        left = "Training time left: not estimated, no recipe has a finished seed yet"
+    elif unknown:
         left += f" for {len(rows) - unknown} runs; {unknown} runs of recipes with no finished seed are not estimated"
     lines += ["", f"{len(rows)} runs: {counts}.", left + ".",
               "(train_seconds, at the pace of each recipe's finished seeds; evaluation not included)"]
