@@ -17,8 +17,8 @@ from zoo.models.registry import PRETRAINED_DIR
 README = Path(__file__).resolve().parents[1] / "README.md"
 SHIPPED = list_models(pretrained=True)
 # weights_sha256 recorded when each checkpoint was made (molhiv_siggate_cpu: the zoo-pretrained/1
-# .pt file it was converted from; zinc_siggate and molhiv_siggate: exported as safetensors), and the checkpoint digests
-# README lists: an independent record of what ships
+# .pt file it was converted from; zinc_siggate and molhiv_siggate: exported as safetensors), and the
+# checkpoint digests README lists: an independent record of what ships
 PT_WEIGHTS_SHA256 = {"zinc_siggate": "87aa47aadfa54d46320934b509e8a2ddc35757f789dcf9e2f400a8850c27459b",
                      "molhiv_siggate_cpu": "3f8e09274eab5a2e17199d025357aad276b351625ad556d64aa50d2ae41787e1",
                      "molhiv_siggate": "60b35e71bc85ea3c2740d8028dfc037dc20e107abdcbf8282a5e84a66d1a830d"}

@@ -38,7 +38,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="train nothing: list each recipe's seeds that are finished, under way (at which "
                              "epoch) or still to run, and the training time left")
     args = parser.parse_args(argv)
-    keep_freed_memory()
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
         seeds = parse_seeds(args.seeds) if args.seeds is not None else None
@@ -53,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {err}", file=sys.stderr)
             return 2
         return 0
+    keep_freed_memory()
     try:
         with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
             results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,

@@ -57,13 +57,13 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
                 loop = load_checkpoint(seed_dir / LAST)["state"]
                 done, spent = loop["epoch"], loop["train_seconds"]
                 own.append(SeedStatus(recipe.name, seed, "under way", epochs, epoch=done, seconds=spent,
-                                      left=spent / done * (epochs - done) if done else None))
+                                      left=spent / done * (epochs - done)))  # last.pt comes after epoch 1
             else:
                 own.append(SeedStatus(recipe.name, seed, "under way" if seed_dir.exists() else "to run", epochs,
                                       epoch=0 if seed_dir.exists() else None))
         paces = [row.seconds for row in own if row.state == "finished" and row.seconds is not None]
         for row in own:
-            if row.left is None and row.state in ("to run", "under way"):  # nothing trained yet
+            if row.left is None:  # nothing trained yet
                 row.left = sum(paces) / len(paces) if paces else None
         rows.extend(own)
     return rows
