@@ -30,6 +30,7 @@ DRIVER = Path(driver.__file__)
 EXACT = [arg for override in driver.EXACT for arg in ("--set", override)]
 EXACT += ["--epochs", str(driver.EPOCHS), "--seeds", "0"]
 TIE_MARGIN = 1e-4  # logit gap; the one- and two-trainer models differ by about 4e-6 in their logits
+RESUME_TOLERANCE = 1e-5  # cross-entropy near 1.9, float32 sums in another order (5x the largest seen)
 TIMEOUT = 180  # seconds for a whole launch (servers, trainers, exit; about 30 s on an idle machine)
 PRIVATE_SHM = ["unshare", "-Urm", "sh", "-c", 'mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"']
 
@@ -155,10 +156,12 @@ def test_standalone_resumes_a_killed_run_to_the_uninterrupted_result(standalone,
     metrics, run_dir = _metrics(tmp_path / "runs")
     single, _ = standalone
     assert metrics["epochs_run"] == 3 and not (run_dir / "last.pt").exists()
+    # Not bit for bit: two processes on the same DistGraph already differ in float rounding at epoch 0
+    # (val loss by 4e-7 here; by 2e-6 on a CI machine after 3 epochs), so losses agree to RESUME_TOLERANCE.
     for resumed, uninterrupted in zip(metrics["curves"], single["curves"], strict=True):
-        assert resumed["train_loss"] == pytest.approx(uninterrupted["train_loss"], rel=1e-6)
-        assert resumed["val_loss"] == pytest.approx(uninterrupted["val_loss"], rel=1e-6)
-    assert metrics["final"]["test"]["loss"] == pytest.approx(single["final"]["test"]["loss"], rel=1e-6)
+        assert resumed["train_loss"] == pytest.approx(uninterrupted["train_loss"], abs=RESUME_TOLERANCE)
+        assert resumed["val_loss"] == pytest.approx(uninterrupted["val_loss"], abs=RESUME_TOLERANCE)
+    assert metrics["final"]["test"]["loss"] == pytest.approx(single["final"]["test"]["loss"], abs=RESUME_TOLERANCE)
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
 
 
