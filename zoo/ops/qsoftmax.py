@@ -30,10 +30,12 @@ def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
 
     Gradients flow to ``logits`` and to ``q`` if it is a tensor requiring grad. For q != 1
     the result is not shift invariant, so the max shift is part of the function and its
-    gradient flows (through ``dgl.ops.copy_e_max``, to one arg-max edge on ties): the
-    gradient is the exact derivative of the function computed. On CPU float32/float64 both
-    directions run as one fused kernel each (``zoo/ops/_fused.py``; same function, the max's
-    gradient to the same edge); elsewhere on DGL's sparse primitives.
+    gradient flows (through ``dgl.ops.copy_e_max``): the gradient is the exact derivative of
+    the function computed. On CPU float32/float64 both directions run as one fused kernel each
+    (``zoo/ops/_fused.py``; same function); elsewhere on DGL's sparse primitives. On exact ties
+    at the max one tied edge takes the max's gradient (any choice is a subgradient): the first
+    in-edge in the fused kernel and in DGL's scalar kernels, possibly another in DGL's AVX-512
+    float32 kernel (libxsmm), so the pure path's choice there depends on the CPU.
 
     Raises ``ZooOpError`` (a ``ValueError``) for a shape that does not fit the graph, a q
     outside the domain, or NaN/+inf logits (naming the destination nodes).
