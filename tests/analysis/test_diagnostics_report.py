@@ -10,10 +10,11 @@ from zoo.analysis.runs import ReportError, collect_runs
 
 
 def write_run(root: Path, dataset: str, model: str, seed: int, q: list, zeros: list, cf: dict, agreement: list,
-              diagnostics: bool = True, every_head: list | None = None) -> None:
+              diagnostics: bool = True, every_head: list | None = None, gini: list | None = None) -> None:
     """One LTGA seed folder; ``agreement`` the pruned-edge (edge, head) pairs agreement per layer
     (n = 4, kept 0.5 of 8); ``every_head``, if given, ``(pruned agreement, pruned n, kept agreement,
-    kept n)`` per layer of the every-head definition (absent: a run recorded before it existed)."""
+    kept n)`` per layer of the every-head definition (absent: a run recorded before it existed);
+    ``gini`` the per-layer Gini (absent: a run recorded before it was)."""
     run = root / f"{dataset}_{model}" / "0123456789"
     (run / f"seed{seed}").mkdir(parents=True, exist_ok=True)
     (run / "config.yaml").write_text(yaml.safe_dump({"name": f"{dataset}_{model}", "dataset": dataset,
@@ -25,7 +26,8 @@ def write_run(root: Path, dataset: str, model: str, seed: int, q: list, zeros: l
                "final": {"val": block, "test": block}}
     if diagnostics:
         metrics["diagnostics"] = {
-            "layers": [{"exact_zero": z} for z in zeros], "counterfactual": cf,
+            "layers": [{"exact_zero": z, **({"gini": gini[k]} if gini else {})} for k, z in enumerate(zeros)],
+            "counterfactual": cf,
             "label_agreement": [{"pruned": {"agreement": a, "n": 0 if a is None else 4}, "kept": {"agreement": 0.5, "n": 8}}
                                 for a in agreement]}
         if every_head is not None:
@@ -36,9 +38,9 @@ def write_run(root: Path, dataset: str, model: str, seed: int, q: list, zeros: l
 
 def test_means_over_seeds_at_the_best_epoch(tmp_path):
     write_run(tmp_path, "cora", "ltga_head", 0, q=[0.8, 1.4], zeros=[0.0, 0.10],
-              cf={"trained": 0.80, "A_softmax": 0.78, "C_clamp_q": 0.80}, agreement=[None, 0.9])
+              cf={"trained": 0.80, "A_softmax": 0.78, "C_clamp_q": 0.80}, agreement=[None, 0.9], gini=[0.1, 0.3])
     write_run(tmp_path, "cora", "ltga_head", 1, q=[1.0, 1.6], zeros=[0.0, 0.30],
-              cf={"trained": 0.81, "A_softmax": 0.81, "C_clamp_q": 0.82}, agreement=[None, 0.7])
+              cf={"trained": 0.81, "A_softmax": 0.81, "C_clamp_q": 0.82}, agreement=[None, 0.7], gini=[0.2, 0.6])
     write_run(tmp_path, "texas", "gat", 0, q=[], zeros=[], cf={"trained": 0.5}, agreement=[], diagnostics=False)
     table = diagnostics_table(collect_runs(tmp_path))
     assert list(table.index) == [("ltga_head", "cora")]  # the GAT run has no diagnostics
@@ -47,8 +49,9 @@ def test_means_over_seeds_at_the_best_epoch(tmp_path):
     assert row.zeros_l2 == pytest.approx(0.2) and row.zeros_l1 == 0.0
     assert row.cf_a == pytest.approx((-2.0 + 0.0) / 2) and row.cf_c == pytest.approx((0.0 + 1.0) / 2)
     assert row.agree_pruned == pytest.approx(0.8) and row.agree_kept == 0.5
+    assert row.gini == pytest.approx((0.2 + 0.4) / 2)  # each seed's mean over layers, then over seeds
     text = render_diagnostics(table)
-    assert "| ltga_head | cora | 2 | 0.90 | 1.50 | 0.0 | 20.0 | -1.00 | +0.50 | 0.80 | 0.50 |" in text
+    assert "| ltga_head | cora | 2 | 0.90 | 1.50 | 0.0 | 20.0 | 0.300 | -1.00 | +0.50 | 0.80 | 0.50 |" in text
 
 
 def test_no_diagnostics_is_a_clear_error(tmp_path):
@@ -72,7 +75,7 @@ def test_every_head_agreement_is_offered_and_named(tmp_path):
     assert every.at[("ltga_head", "cora"), "agree_kept"] == pytest.approx((0.5 + 0.3) / 2)
     assert every.loc[("ltga_head", "texas"), ["agree_pruned", "agree_kept"]].isna().all()
     text = render_diagnostics(every)
-    assert "| ltga_head | texas | 1 | 1.00 | 1.00 | 0.0 | 0.0 | +0.00 | - | - | - |" in text
+    assert "| ltga_head | texas | 1 | 1.00 | 1.00 | 0.0 | 0.0 | - | +0.00 | - | - | - |" in text  # no Gini recorded
     assert text.endswith("pruned by every head / kept by at least one whose ends share a label (the paper's "
                          "definition, Section 5.2).\n")
     assert render_diagnostics(pairs).endswith("agree: share of pruned / kept edges (between training nodes) whose "

@@ -6,6 +6,9 @@ LTGA run's ``metrics.json`` and summarises them per (model, dataset), averaging 
 * ``q_min`` / ``q_max``: the smallest and largest per-head mean q at the selected (best) epoch,
   over layers and heads, averaged over seeds (1.0 and 1.0: q never left 1);
 * ``zeros_l<k>``: the share of attention weights that are exactly 0 in layer k;
+* ``gini``: the Gini coefficient of each neighbourhood's weights (0: uniform), mean over nodes,
+  heads and layers. Near 0, q barely matters: for logit gaps x, q changes the log weights by
+  about -(q - 1) x^2 / 2, second order where softmax's are first;
 * ``cf_a`` / ``cf_c``: counterfactual A (q forced to 1) and C (q clamped to >= 1) minus the
   trained score, in points of the run's main metric;
 * ``agree_pruned`` / ``agree_kept``: label agreement of pruned and kept edges (training labels
@@ -57,6 +60,8 @@ def _seed_row(path: Path, agreement: str = "pairs") -> dict | None:
         row[name] = scale * (cf[key] - cf["trained"]) if key in cf else np.nan
     for k, layer in enumerate(diagnostics.get("layers", []), 1):
         row[f"zeros_l{k}"] = layer["exact_zero"]
+    gini = [layer["gini"] for layer in diagnostics.get("layers", []) if "gini" in layer]
+    row["gini"] = float(np.mean(gini)) if gini else np.nan
     for part in ("pruned", "kept"):
         values = [layer[part]["agreement"] for layer in diagnostics.get(LABEL_AGREEMENTS[agreement], [])
                   if layer[part]["agreement"] is not None]
@@ -108,7 +113,7 @@ def render_diagnostics(table: pd.DataFrame) -> str:
 
 def _render_attention(table: pd.DataFrame) -> str:
     zeros = sorted((c for c in table.columns if c.startswith("zeros_l")), key=lambda c: int(c[7:]))
-    header = ["model", "dataset", "n", "q min", "q max", *(f"zeros L{c[7:]} %" for c in zeros),
+    header = ["model", "dataset", "n", "q min", "q max", *(f"zeros L{c[7:]} %" for c in zeros), "Gini",
               "A: q=1", "C: q>=1", "agree pruned", "agree kept"]
     rows = []
 
@@ -117,11 +122,12 @@ def _render_attention(table: pd.DataFrame) -> str:
 
     for (model, dataset), row in table.iterrows():
         cells = [model, dataset, str(int(row.n)), fmt(row.q_min, ".2f"), fmt(row.q_max, ".2f"),
-                 *(fmt(100 * row[c], ".1f") for c in zeros), fmt(row.cf_a, "+.2f"), fmt(row.cf_c, "+.2f"),
+                 *(fmt(100 * row[c], ".1f") for c in zeros), fmt(row.gini, ".3f"), fmt(row.cf_a, "+.2f"), fmt(row.cf_c, "+.2f"),
                  fmt(row.agree_pruned, ".2f"), fmt(row.agree_kept, ".2f")]
         rows.append(cells)
     agree = AGREEMENT_NOTES[table.attrs.get("agreement", "pairs")]
     return "\n".join(markdown_table(header, rows) + ["", "Means over seeds. q min / max: per-head mean q at the selected epoch; "
+                                  "Gini: of each neighbourhood's weights, mean over nodes, heads and layers (0: uniform); "
                                   "A and C: counterfactual minus trained score, in points of the main metric; "
                                   f"agree: {agree}"]) + "\n"
 
