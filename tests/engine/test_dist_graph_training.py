@@ -156,8 +156,10 @@ def test_standalone_resumes_a_killed_run_to_the_uninterrupted_result(standalone,
     metrics, run_dir = _metrics(tmp_path / "runs")
     single, _ = standalone
     assert metrics["epochs_run"] == 3 and not (run_dir / "last.pt").exists()
-    # Not bit for bit: two processes on the same DistGraph already differ in float rounding at epoch 0
-    # (val loss by 4e-7 here; by 2e-6 on a CI machine after 3 epochs), so losses agree to RESUME_TOLERANCE.
+    # Not bit for bit: evaluation on a DistGraph differs in float rounding between two identical
+    # tools/train.py processes (val loss by up to 5e-7 here, train loss not at all), and the driver's
+    # training (no allocator setting, a checkpoint every epoch) rounds differently from train.py's
+    # (train loss by 5e-7 here; val loss by 2e-6 on a CI machine). Losses agree to RESUME_TOLERANCE.
     for resumed, uninterrupted in zip(metrics["curves"], single["curves"], strict=True):
         assert resumed["train_loss"] == pytest.approx(uninterrupted["train_loss"], abs=RESUME_TOLERANCE)
         assert resumed["val_loss"] == pytest.approx(uninterrupted["val_loss"], abs=RESUME_TOLERANCE)
