@@ -30,12 +30,11 @@ def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
 
     Gradients flow to ``logits`` and to ``q`` if it is a tensor requiring grad. For q != 1
     the result is not shift invariant, so the max shift is part of the function and its
-    gradient flows (through ``dgl.ops.copy_e_max``): the gradient is the exact derivative of
-    the function computed. On CPU float32/float64 both directions run as one fused kernel each
-    (``zoo/ops/_fused.py``; same function); elsewhere on DGL's sparse primitives. On exact ties
-    at the max one tied edge takes the max's gradient (any choice is a subgradient): the first
-    in-edge in the fused kernel and in DGL's scalar kernels, possibly another in DGL's AVX-512
-    float32 kernel (libxsmm), so the pure path's choice there depends on the CPU.
+    gradient flows: the gradient is the exact derivative of the function computed. On exact
+    ties at the max it goes to the first tied in-edge (in-CSR order), on every path and CPU
+    (DGL's own max backward would not do: its AVX-512 float32 kernel, libxsmm, picks another).
+    On CPU float32/float64 both directions run as one fused kernel each (``zoo/ops/_fused.py``;
+    same function); elsewhere on DGL's sparse primitives.
 
     Raises ``ZooOpError`` (a ``ValueError``) for a shape that does not fit the graph, a q
     outside the domain, or NaN/+inf logits (naming the destination nodes).
@@ -55,7 +54,7 @@ def edge_qsoftmax(graph, logits, q, *, taylor_eps=1e-4):
         return logits.clone()
     if _fused.usable(x):
         return _FusedQSoftmax.apply(graph, x, q, float(taylor_eps)).reshape(shape)
-    m = F.copy_e_max(graph, x)
+    m = F.copy_e_max(graph, x.detach())
     return _QSoftmax.apply(graph, x, m, q, float(taylor_eps)).reshape(shape)
 
 
@@ -132,8 +131,23 @@ class _QSoftmax(torch.autograd.Function):
         grad_q = reduce_to(dq.mul_(r), eps) if need_q else None
         if dx is not None:
             r.mul_(dx)
-        grad_m = F.copy_e_sum(graph, r).neg_() if ctx.needs_input_grad[2] else None
-        return None, r, grad_m, grad_q, None
+        grad_m = F.copy_e_sum(graph, r).neg_()
+        return None, r.add_(F.e_mul_v(graph, _first_at_max(graph, x, m), grad_m)), None, grad_q, None
+
+
+def _first_at_max(graph, x, m):
+    """1.0 on each destination's first in-edge (in-CSR order, as the fused kernel walks it) whose
+    logit equals the max ``m``, per head; 0.0 elsewhere: the edge that takes the max's gradient."""
+    indptr, _, eids = graph.adj_tensors("csc")
+    indptr, eids = indptr.long(), eids.long()
+    dst = torch.repeat_interleave(torch.arange(len(indptr) - 1, device=x.device), indptr.diff())
+    position = torch.arange(len(eids), device=x.device)[:, None].expand(-1, x.shape[1])
+    at_max = torch.where(x[eids] == m[dst], position, len(eids))
+    first = torch.full_like(m, len(eids), dtype=torch.long).scatter_reduce(
+        0, dst[:, None].expand_as(at_max), at_max, "amin")
+    mask = torch.empty_like(x)
+    mask[eids] = (position == first[dst]).to(x.dtype)
+    return mask
 
 
 def _mode(eps, taylor_eps):
