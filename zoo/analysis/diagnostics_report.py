@@ -8,7 +8,7 @@ LTGA run's ``metrics.json`` and summarises them per (model, dataset), averaging 
 * ``zeros_l<k>``: the share of attention weights that are exactly 0 in layer k;
 * ``gini``: the Gini coefficient of each neighbourhood's weights (0: uniform), mean over nodes,
   heads and layers. Near 0, q barely matters: for logit gaps x, q changes the log weights by
-  about -(q - 1) x^2 / 2, second order where softmax's are first;
+  about -(q - 1) x^2 / 2, second order in x;
 * ``cf_a`` / ``cf_c``: counterfactual A (q forced to 1) and C (q clamped to >= 1) minus the
   trained score, in points of the run's main metric;
 * ``agree_pruned`` / ``agree_kept``: label agreement of pruned and kept edges (training labels
@@ -122,8 +122,8 @@ def _render_attention(table: pd.DataFrame) -> str:
 
     for (model, dataset), row in table.iterrows():
         cells = [model, dataset, str(int(row.n)), fmt(row.q_min, ".2f"), fmt(row.q_max, ".2f"),
-                 *(fmt(100 * row[c], ".1f") for c in zeros), fmt(row.gini, ".3f"), fmt(row.cf_a, "+.2f"), fmt(row.cf_c, "+.2f"),
-                 fmt(row.agree_pruned, ".2f"), fmt(row.agree_kept, ".2f")]
+                 *(fmt(100 * row[c], ".1f") for c in zeros), fmt(row.gini, ".3f"), fmt(row.cf_a, "+.2f"),
+                 fmt(row.cf_c, "+.2f"), fmt(row.agree_pruned, ".2f"), fmt(row.agree_kept, ".2f")]
         rows.append(cells)
     agree = AGREEMENT_NOTES[table.attrs.get("agreement", "pairs")]
     return "\n".join(markdown_table(header, rows) + ["", "Means over seeds. q min / max: per-head mean q at the selected epoch; "
