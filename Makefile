@@ -21,7 +21,7 @@ export ZOO_DATA ZOO_CACHE ZOO_OFFLINE
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.zoo-installed
 
-.PHONY: train test venv clean-venv
+.PHONY: train test venv clean-venv records
 
 venv: $(STAMP)
 
@@ -39,6 +39,14 @@ train: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# The small record of every finished seed of the studies README reports (see .gitignore), staged
+# for a commit so that a lost machine does not lose them; weights and TensorBoard events stay out.
+STUDIES := runs/zinc_cpu runs/cpu_4c runs/ltga16
+records:
+	@git add -- $$(find $(STUDIES) -path '*/seed*/metrics.json' -printf '%h\n%h/../config.yaml\n' 2>/dev/null) \
+	  $$(find $(STUDIES) -name summary.json 2>/dev/null)
+	@git status --short -- $(STUDIES) | grep -c '^A.*metrics.json' | xargs echo "finished seeds newly staged:"
 
 clean-venv:
 	rm -rf $(VENV)
