@@ -30,7 +30,7 @@ DRIVER = Path(driver.__file__)
 EXACT = [arg for override in driver.EXACT for arg in ("--set", override)]
 EXACT += ["--epochs", str(driver.EPOCHS), "--seeds", "0"]
 TIE_MARGIN = 1e-4  # logit gap; the one- and two-trainer models differ by about 4e-6 in their logits
-RESUME_TOLERANCE = 1e-5  # cross-entropy near 1.9, float32 sums in another order (5x the largest seen)
+RESUME_TOLERANCE = 2e-5  # cross-entropy near 1.9, float32 sums in another order (6x the largest seen)
 TIMEOUT = 180  # seconds for a whole launch (servers, trainers, exit; about 30 s on an idle machine)
 PRIVATE_SHM = ["unshare", "-Urm", "sh", "-c", 'mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"']
 
@@ -156,10 +156,10 @@ def test_standalone_resumes_a_killed_run_to_the_uninterrupted_result(standalone,
     metrics, run_dir = _metrics(tmp_path / "runs")
     single, _ = standalone
     assert metrics["epochs_run"] == 3 and not (run_dir / "last.pt").exists()
-    # Not bit for bit: evaluation on a DistGraph differs in float rounding between two identical
-    # tools/train.py processes (val loss by up to 5e-7 here, train loss not at all), and the driver's
-    # training (no allocator setting, a checkpoint every epoch) rounds differently from train.py's
-    # (train loss by 5e-7 here; val loss by 2e-6 on a CI machine). Losses agree to RESUME_TOLERANCE.
+    # Not bit for bit: DGL's DistNodeDataLoader returns the same full neighbourhoods in another node
+    # and edge order from call to call (measured: same input nodes and edges, another order), so the
+    # float32 sums of training and evaluation run in another order from process to process (over 12
+    # identical launches here, losses differ by up to 3.4e-6). Losses agree to RESUME_TOLERANCE.
     for resumed, uninterrupted in zip(metrics["curves"], single["curves"], strict=True):
         assert resumed["train_loss"] == pytest.approx(uninterrupted["train_loss"], abs=RESUME_TOLERANCE)
         assert resumed["val_loss"] == pytest.approx(uninterrupted["val_loss"], abs=RESUME_TOLERANCE)
