@@ -16,7 +16,7 @@ from zoo.engine.recipe import load_recipe
 from zoo.models import create_model
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
-GATE_KEYS = {"gate", "gate_per_head", "gate_activation", "gate_bias_init"}
+GATE_KEYS = {"gate", "gate_per_head", "gate_activation", "gate_bias_init", "gate_weight_init"}
 
 # study recipe -> the paper-exact recipe it shortens
 SHORTENED = {

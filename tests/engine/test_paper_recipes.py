@@ -7,7 +7,9 @@ built from the recipe and inspected. A recipe that drifts from the paper fails h
 
 Values the paper does not state (pooling, warm-up, gradient clipping, the head) come from
 GraphGPS's config for the dataset (Section 6.3: "Each configuration starts from the official
-GraphGPS recipe") and are not held here; the recipes' comments cite them.
+GraphGPS recipe") and are not held here; the recipes' comments cite them. GraphGPS has no gate, so
+the start of the gate weight W_g, which the paper does not state either, comes from the authors'
+public release and is held here as such (RELEASE).
 """
 from __future__ import annotations
 
@@ -72,6 +74,10 @@ COMMON = {
     "seeds": ([0, 1, 2, 3, 4], "Section 6.1 (5 seeds, 0-4)"),
 }
 
+# Not in the paper; from the authors' public release (bettyguo/SigGate-GT, whose README reports the
+# paper's numbers): src/models/attention.py, _reset_gate_parameters, nn.init.xavier_uniform_.
+RELEASE = {"model.gate_weight_init": ("xavier", "the authors' release (W_g Xavier-uniform)")}
+
 TABLE_3_KEYS = {"layers": "model", "dim": "model", "heads": "model", "pe": "model", "batch_size": "optim",
                 "lr": "optim", "weight_decay": "optim", "epochs": "optim"}
 
@@ -116,6 +122,9 @@ def test_recipe_holds_the_common_settings(name):
     for key, (want, where) in COMMON.items():
         got = _value(recipe, key)
         assert got == want, f"{name}: {key} is {got!r}, the paper's {where} says {want!r}"
+    for key, (want, where) in RELEASE.items():
+        got = _value(recipe, key)
+        assert got == want, f"{name}: {key} is {got!r}, {where} has {want!r}"
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_RECIPES))
@@ -137,6 +146,8 @@ def test_built_model_is_the_papers(name):
             TABLE_3[row]["dim"], TABLE_3[row]["heads"], "output", True, "sigmoid")
         assert attn.gate_proj.out_features == attn.dim  # one d_k-wide gate per head (Eq. 3)
         assert torch.equal(attn.gate_proj.bias, torch.full_like(attn.gate_proj.bias, 0.5))
+        weight, bound = attn.gate_proj.weight, (6 / sum(attn.gate_proj.weight.shape)) ** 0.5
+        assert weight.abs().max() <= bound and weight.std() > bound / 3  # Xavier-uniform (RELEASE), not zeros
     assert all(m.p == 0.0 for m in model.modules() if isinstance(m, nn.Dropout))
 
 
@@ -173,7 +184,7 @@ def test_ffn_matched_control_is_section_7_5s():
     """Section 7.5: GraphGPS (the same model without the gate) with the FFN widened so that the
     extra parameters equal the gate's ("+42K on ZINC"), all else as the ZINC recipe."""
     gated, control = load_recipe(RECIPES / "zinc_siggate.yaml"), load_recipe(RECIPES / "zinc_gps_ffn_matched.yaml")
-    gate_keys = {"gate", "gate_per_head", "gate_activation", "gate_bias_init"}
+    gate_keys = {"gate", "gate_per_head", "gate_activation", "gate_bias_init", "gate_weight_init"}
     assert control.model["name"] == "gps"
     assert {k: v for k, v in control.model.items() if k not in ("name", "ffn_dim")} == {
         k: v for k, v in gated.model.items() if k not in gate_keys | {"name"}}

@@ -120,7 +120,8 @@ def test_every_recipe_keeps_its_pinned_config_hash():
     ungated baseline became model ``gps`` (7b8788d) and the SigGate/GPS recipes became the
     paper's Table 3 and GraphGPS's published configs (bec502b); the Cora and CiteSeer LTGA recipes took `model.sparse_features: true` (session 10);
     the molhiv and Peptides-func CPU studies' placeholder 20 epochs became their budgets of 10 and 5
-    (session 12)."""
+    (session 12); every gated SigGate-GT recipe took `model.gate_weight_init: xavier`, the authors'
+    release's start of W_g (session 16)."""
     snapshot = json.loads(SNAPSHOT.read_text())
     assert sorted(snapshot) == sorted(p.stem for p in RECIPES.glob("*.yaml"))
     for name, want in snapshot.items():

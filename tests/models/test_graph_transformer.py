@@ -120,7 +120,8 @@ def test_missing_or_misshapen_pe_is_explained(molecules):
 
 @pytest.mark.parametrize("option,value", [
     ("pe", "lap+spd"), ("pe", "rwse+rwse"), ("lap_encoder", "gnn"), ("pool", "max"), ("local", "gcn"),
-    ("gate", "input"), ("gate_activation", "softmax"), ("norm", "graph"), ("ffn_ratio", 1.5),
+    ("gate", "input"), ("gate_activation", "softmax"), ("gate_weight_init", "normal"), ("norm", "graph"),
+    ("ffn_ratio", 1.5),
 ])
 def test_unknown_option_values_are_named(option, value):
     with pytest.raises(ValueError, match=repr(value).replace("+", r"\+")):
@@ -129,7 +130,7 @@ def test_unknown_option_values_are_named(option, value):
 
 def test_gps_is_siggate_gt_without_the_gate():
     gps, siggate = model_arguments("gps"), model_arguments("siggate_gt")
-    gate_keys = {"gate", "gate_per_head", "gate_activation", "gate_bias_init"}
+    gate_keys = {"gate", "gate_per_head", "gate_activation", "gate_bias_init", "gate_weight_init"}
     assert not gate_keys & set(gps) and set(siggate) == set(gps) | gate_keys
     assert all(siggate[key] == gps[key] for key in gps)
     torch.manual_seed(0)

@@ -520,3 +520,22 @@ def test_size_groups_equal_one_padded_block_with_gradients(normaliser, options, 
     assert len(results[0]) == len(results[1])
     for grouped, single in zip(*results):
         torch.testing.assert_close(grouped, single, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("gate, per_head, width", [("output", True, 64), ("output", False, 8), ("logit", True, 8)])
+def test_gate_weight_starts_at_zero_or_xavier_uniform(gate, per_head, width):
+    """``zeros`` (the default): every gate starts at act(bias), whatever the input. ``xavier`` (the
+    authors' release): W_g ~ U(-b, b) with b = sqrt(6 / (fan_in + fan_out)), so its variance is
+    b^2 / 3, and the gates start input-dependent around act(bias)."""
+    dim, heads = 64, 8
+    torch.manual_seed(0)
+    zero = GatedMultiheadAttention(dim, heads, gate=gate, gate_per_head=per_head)
+    assert torch.equal(zero.gate_proj.weight, torch.zeros(width, dim))
+    torch.manual_seed(0)
+    xavier = GatedMultiheadAttention(dim, heads, gate=gate, gate_per_head=per_head, gate_weight_init="xavier")
+    w, bound = xavier.gate_proj.weight.detach().double(), math.sqrt(6 / (dim + width))
+    assert w.shape == (width, dim) and w.abs().max() <= bound
+    assert w.var().item() == pytest.approx(bound ** 2 / 3, rel=0.15)  # 512-4096 draws
+    assert torch.equal(xavier.gate_proj.bias, torch.full((width,), 0.5))
+    with pytest.raises(ValueError, match="gate_weight_init must be one of .*'normal'"):
+        GatedMultiheadAttention(dim, heads, gate=gate, gate_weight_init="normal")

@@ -184,12 +184,13 @@ class SigGateGT(GPS):
     """
 
     def __init__(self, num_outputs: Count = 1, *, gate: str = "output", gate_per_head: bool = True,
-                 gate_activation: str = "sigmoid", gate_bias_init: float = 0.5, **gps_arguments):
+                 gate_activation: str = "sigmoid", gate_bias_init: float = 0.5, gate_weight_init: str = "zeros",
+                 **gps_arguments):
         if gate not in GATED:
             raise ValueError(f"gate must be one of {GATED}, got {gate!r}; the ungated model is registered as 'gps'")
         # read by GPS.__init__ through _gate_options while it builds the layers
         self._gate = dict(gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
-                          gate_bias_init=gate_bias_init)
+                          gate_bias_init=gate_bias_init, gate_weight_init=gate_weight_init)
         super().__init__(num_outputs, **gps_arguments)
 
     def _gate_options(self) -> dict:
@@ -215,15 +216,16 @@ class SparseGateGT(HasIndexParameters, GPS):
                  delta: Annotated[float, Interval(0, MAX_DELTA, low_open=True)] = 1.0,
                  alpha: Annotated[float, AtLeast(1)] = 1.5, alpha_mode: str = "fixed", local_q_mode: str = "head",
                  gate: str = "output", gate_per_head: bool = True, gate_activation: str = "sigmoid",
-                 gate_bias_init: float = 0.5, **gps_arguments):
+                 gate_bias_init: float = 0.5, gate_weight_init: str = "zeros", **gps_arguments):
         if normaliser not in NORMALISERS:
             raise ValueError(f"normaliser must be one of {NORMALISERS}, got {normaliser!r}")
         if gate not in GATES:
             raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
         # read by GPS.__init__ through _gate_options while it builds the layers
         self._options = dict(gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
-                             gate_bias_init=gate_bias_init, normaliser=normaliser, q_mode=q_mode, q=q, delta=delta,
-                             alpha=alpha, alpha_mode=alpha_mode, local_q_mode=local_q_mode)
+                             gate_bias_init=gate_bias_init, gate_weight_init=gate_weight_init, normaliser=normaliser,
+                             q_mode=q_mode, q=q, delta=delta, alpha=alpha, alpha_mode=alpha_mode,
+                             local_q_mode=local_q_mode)
         super().__init__(num_outputs, **gps_arguments)
 
     def _gate_options(self) -> dict:

@@ -63,9 +63,14 @@ median of 100; see ``zoo/ops/dense.py``.)
 
 Initialisation: ``in_proj``/``out_proj`` follow ``torch.nn.MultiheadAttention`` (Xavier-uniform
 input projection, zero biases) and use its parameter layout, so its weights load directly.
-``W_g`` starts at zero and ``b_g`` at ``gate_bias_init`` (0.5), so at step 0 every gate equals
-``act(0.5)``: the gated layer starts as the plain layer with a constant per-head scale and
-learns the input dependence from there.
+``b_g`` starts at ``gate_bias_init`` (0.5: the paper's "gates start near sigma(0.5) = 0.62",
+Section 4.2). The paper does not say how ``W_g`` starts (``gate_weight_init``):
+
+* ``xavier``: Xavier-uniform, as the authors' public release does (bettyguo/SigGate-GT,
+  ``src/models/attention.py``, ``_reset_gate_parameters``); every paper recipe sets it;
+* ``zeros`` (the default, so that models and recipes written before the option keep their
+  meaning): at step 0 every gate equals ``act(gate_bias_init)``, so the gated layer starts as the
+  plain layer with a constant per-head scale and learns the input dependence from there.
 """
 from __future__ import annotations
 
@@ -79,6 +84,7 @@ from zoo.nn.ltga_conv import MAX_DELTA, Q_MIN
 from zoo.ops import dense_entmax, dense_qsoftmax, dense_sparsemax
 
 GATES = ("none", "output", "value", "logit")
+GATE_WEIGHT_INITS = ("zeros", "xavier")
 NORMALISERS = ("softmax", "qsoftmax", "entmax", "sparsemax")
 INDEX_MODES = ("fixed", "layer", "head")
 
@@ -250,6 +256,7 @@ class GatedMultiheadAttention(nn.Module):
         gate_bias_init: float = 0.5,
         attn_dropout: float = 0.0,
         record: bool = False,
+        gate_weight_init: str = "zeros",
         *,
         normaliser: str = "softmax",
         q_mode: str = "head",
@@ -265,6 +272,8 @@ class GatedMultiheadAttention(nn.Module):
             raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
         if gate_activation not in GATE_ACTIVATIONS:
             raise ValueError(f"gate_activation must be one of {tuple(GATE_ACTIVATIONS)}, got {gate_activation!r}")
+        if gate_weight_init not in GATE_WEIGHT_INITS:
+            raise ValueError(f"gate_weight_init must be one of {GATE_WEIGHT_INITS}, got {gate_weight_init!r}")
         self.dim, self.heads, self.head_dim = dim, heads, dim // heads
         self.gate, self.gate_per_head, self.gate_activation = gate, gate_per_head, gate_activation
         self.record = record
@@ -282,7 +291,8 @@ class GatedMultiheadAttention(nn.Module):
             self.gate_width = 1 if gate == "logit" else self.head_dim
             groups = heads if gate_per_head else 1
             self.gate_proj = nn.Linear(dim, groups * self.gate_width)
-            nn.init.zeros_(self.gate_proj.weight)
+            init_weight = nn.init.xavier_uniform_ if gate_weight_init == "xavier" else nn.init.zeros_
+            init_weight(self.gate_proj.weight)
             nn.init.constant_(self.gate_proj.bias, gate_bias_init)
 
         self.last_attn = self.last_mask = self.last_gate = None

@@ -117,6 +117,7 @@ class GPSLayer(nn.Module):
         gate_per_head: bool = True,
         gate_activation: str = "sigmoid",
         gate_bias_init: float = 0.5,
+        gate_weight_init: str = "zeros",
         dropout: float = 0.0,
         attn_dropout: float = 0.0,
         norm: str = "batch",
@@ -149,8 +150,8 @@ class GPSLayer(nn.Module):
             raise ValueError(f"local_q_mode must be one of {LTGA_Q_MODES}, got {local_q_mode!r}")
         self.attn = GatedMultiheadAttention(
             dim, heads, gate=gate, gate_per_head=gate_per_head, gate_activation=gate_activation,
-            gate_bias_init=gate_bias_init, attn_dropout=attn_dropout, normaliser=normaliser, q_mode=q_mode, q=q,
-            delta=delta, alpha=alpha, alpha_mode=alpha_mode,
+            gate_bias_init=gate_bias_init, gate_weight_init=gate_weight_init, attn_dropout=attn_dropout,
+            normaliser=normaliser, q_mode=q_mode, q=q, delta=delta, alpha=alpha, alpha_mode=alpha_mode,
         )
 
         def make_norm() -> nn.Module:
