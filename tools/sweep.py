@@ -21,6 +21,7 @@ from zoo.engine.cli import RESUME_HINT, add_run_options, sigterm_as_interrupt  #
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.experiment import SWEEP_ORDERS  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
+from zoo.engine.run_lock import RunBusyError  # noqa: E402
 from zoo.engine.sweep_status import format_status, sweep_status  # noqa: E402
 
 
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
             results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
                                 device=args.device, order=args.order)
-    except CheckpointError as err:
+    except (CheckpointError, RunBusyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -26,6 +26,7 @@ from zoo.engine.cli import add_run_options, sigterm_as_interrupt  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.dist_graph_training import open_dist_graph, train_dist_graph  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
+from zoo.engine.run_lock import RunBusyError  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     except DatasetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    except (RecipeError, CheckpointError) as err:
+    except (RecipeError, CheckpointError, RunBusyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

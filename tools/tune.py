@@ -20,6 +20,7 @@ from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.cli import RESUME_HINT, add_run_options, sigterm_as_interrupt  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
+from zoo.engine.run_lock import RunBusyError  # noqa: E402
 from zoo.engine.tuning import tune_and_run  # noqa: E402
 
 
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
             picks = tune_and_run(recipes, args.out, tune_seeds=parse_seeds(args.tune_seeds),
                                  seeds=parse_seeds(args.seeds), progress=args.progress, device=args.device)
-    except (RecipeError, ValueError) as err:
+    except (RecipeError, ValueError, RunBusyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -18,6 +18,7 @@ from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import Recipe, RecipeError
+from zoo.engine.run_lock import RunBusyError, hold_seed
 
 
 SWEEP_ORDERS = ("recipe", "seed")
@@ -33,7 +34,8 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     """Train every seed (the recipe's, or ``seeds``), skipping finished ones unless ``force``.
 
     A seed that another recipe with the same config hash (e.g. an ablation's default point) has
-    finished under ``out`` is copied from it, not retrained, unless ``force``.
+    finished under ``out`` is copied from it, not retrained, unless ``force``. A seed folder that
+    another process is training raises :class:`~zoo.engine.run_lock.RunBusyError`.
 
     Returns the summary (mean and sd of every final metric) also written to ``summary.json``.
     Launched by torchrun, graph tasks and sampled node tasks (``train.sampler``) train
@@ -71,7 +73,8 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
             runs.append(json.loads((twin / "metrics.json").read_text()))
             continue
         if force and seed_dir.exists() and rank0:
-            shutil.rmtree(seed_dir)
+            with hold_seed(seed_dir):  # never delete a run that another process is training
+                shutil.rmtree(seed_dir)
         barrier()
         if recipe.task == "node_classification":
             # under torchrun each machine's local rank 0 loads, its other ranks attach in shared memory
@@ -83,8 +86,13 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                     graph_data = load_graph_dataset(recipe.dataset, seed=seed, progress=progress and rank0,
                                                     featurizer=recipe.featurizer)
             data, train = graph_data, train_graph_model
-        # the run folder appears only once a seed has its data, so a bad dataset leaves nothing behind
-        with _removed_unless_started(base, seed_dir, rank0):
+        # the run folder appears only once a seed has its data, so a bad dataset leaves nothing behind;
+        # one process at a time trains it (zoo.engine.run_lock)
+        with _removed_unless_started(base, seed_dir, rank0), hold_seed(seed_dir, rank0):
+            if finished.exists() and not force:  # another process finished it while this one loaded the data
+                say(f"seed {seed}: another process finished it in {seed_dir}, skipping it")
+                runs.append(json.loads(finished.read_text()))
+                continue
             if rank0:
                 (base / "config.yaml").write_text(resolved)
                 (seed_dir / "config.yaml").write_text(resolved)
@@ -170,8 +178,9 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     ``summary.json`` then covers all of its seeds finished so far.
 
     Returns ``{recipe name: summary}``, or the error message for recipes that could not run: a
-    missing dataset skips a recipe, and any other error but an unreadable checkpoint (printed with
-    its traceback) fails only that recipe; the sweep goes on with the next one.
+    missing dataset skips a recipe, and any other error but an unreadable checkpoint or a seed that
+    another process is training (:class:`~zoo.engine.run_lock.RunBusyError`; both stop the sweep)
+    fails only that recipe, printed with its traceback; the sweep goes on with the next one.
 
     >>> run_sweep([load_recipe("recipes/cora_gat.yaml"), load_recipe("recipes/cora_gatv2.yaml")],
     ...           seeds=[0, 1], order="seed")    # doctest: +SKIP
@@ -200,8 +209,8 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
             except DatasetError as err:
                 say(f"skipped {recipe.name}: {err}")
                 results[recipe.name] = str(err)
-            except CheckpointError:
-                raise  # a corrupt run folder: the tool names the file and --force
+            except (CheckpointError, RunBusyError):
+                raise  # a corrupt run folder (the tool names the file and --force), or one another job trains
             except Exception as err:  # noqa: BLE001 - one failing recipe must not stop a night's sweep
                 say(traceback.format_exc())
                 say(f"failed {recipe.name}: {type(err).__name__}: {err} (its finished seeds are kept; the sweep "

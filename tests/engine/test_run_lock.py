@@ -1,0 +1,99 @@
+"""One process at a time in a seed folder (zoo.engine.run_lock): a second job is refused with the
+holder's pid and touches nothing; the lock goes with its process, so a killed job leaves none."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.tools.tool_loader import load_tool
+from zoo.engine import experiment
+from zoo.engine.recipe import build_recipe
+from zoo.engine.run_lock import RunBusyError, hold_seed
+
+GCN = {"name": "cora_gcn_lock", "dataset": "cora", "model": {"name": "gcn", "hidden": 8}, "optim": {"epochs": 1}}
+HOLD = textwrap.dedent("""
+    import fcntl, os, sys, time
+    fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    print("held", flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.fixture
+def holder():
+    """Start a process that holds the flock of a folder until it is killed; yields (start, process)."""
+    started = []
+
+    def start(folder):
+        process = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True)
+        started.append(process)
+        assert process.stdout.readline().strip() == "held"
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def test_a_held_folder_is_refused_with_the_holders_pid_until_it_ends(tmp_path, holder):
+    process = holder(tmp_path)
+    with pytest.raises(RunBusyError, match=rf"{tmp_path} is being trained by another process \(pid {process.pid}:.*"
+                                           rf"kill -TERM {process.pid}"):
+        with hold_seed(tmp_path):
+            pass
+    process.kill()
+    process.wait(timeout=30)
+    with hold_seed(tmp_path):  # no stale lock once the holder is gone
+        with pytest.raises(RunBusyError):  # and held by this process, a second holder is refused
+            with hold_seed(tmp_path):
+                pass
+    assert list(tmp_path.iterdir()) == []  # no lock file
+
+
+def test_run_recipe_refuses_a_seed_another_process_trains_and_touches_nothing(tmp_path, monkeypatch, holder):
+    trained = []
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", lambda *args, **kwargs: trained.append(args))
+    recipe = build_recipe(GCN)
+    seed_dir = experiment.run_folder(recipe, tmp_path / "runs") / "seed0"
+    seed_dir.mkdir(parents=True)
+    (seed_dir / "last.pt").write_bytes(b"the other job's checkpoint")
+    holder(seed_dir)
+    with pytest.raises(RunBusyError, match="seed0 is being trained by another process"):
+        experiment.run_recipe(recipe, tmp_path / "runs", seeds=[0], progress=False)
+    with pytest.raises(RunBusyError):  # --force must not delete it either
+        experiment.run_recipe(recipe, tmp_path / "runs", seeds=[0], force=True, progress=False)
+    assert trained == [] and {p.name for p in seed_dir.iterdir()} == {"last.pt"}
+    assert (seed_dir / "last.pt").read_bytes() == b"the other job's checkpoint"
+
+
+def test_a_seed_finished_by_another_process_while_loading_is_not_retrained(tmp_path, monkeypatch):
+    recipe = build_recipe(GCN)
+    seed_dir = experiment.run_folder(recipe, tmp_path / "runs") / "seed0"
+    finished = {"seed": 0, "main_metric": "accuracy", "final": {"val": {"accuracy": 0.5}, "test": {"accuracy": 0.5}}}
+
+    def load_while_the_other_job_finishes(name, split):
+        seed_dir.mkdir(parents=True)
+        (seed_dir / "metrics.json").write_text(json.dumps(finished))
+        return object()
+
+    monkeypatch.setattr(experiment, "load_node_dataset", load_while_the_other_job_finishes)
+    monkeypatch.setattr(experiment, "train_node_classifier", lambda *args, **kwargs: pytest.fail("retrained"))
+    summary = experiment.run_recipe(recipe, tmp_path / "runs", seeds=[0], progress=False)
+    assert summary["seeds"] == [0] and json.loads((seed_dir / "metrics.json").read_text()) == finished
+
+
+def test_sweep_stops_with_one_error_line_and_exit_2(tmp_path, holder, capsys):
+    recipe_file = tmp_path / "cora_gcn_lock.yaml"
+    recipe_file.write_text(json.dumps({key: value for key, value in GCN.items() if key != "name"}))
+    out = tmp_path / "runs"
+    seed_dir = experiment.run_folder(build_recipe(GCN), out) / "seed0"
+    seed_dir.mkdir(parents=True)
+    process = holder(seed_dir)
+    code = load_tool("sweep").main([str(recipe_file), "--seeds", "0", "--out", str(out)])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and f"pid {process.pid}" in err[0]
