@@ -121,7 +121,7 @@ def test_every_recipe_keeps_its_pinned_config_hash():
     paper's Table 3 and GraphGPS's published configs (bec502b); the Cora and CiteSeer LTGA recipes took `model.sparse_features: true` (session 10);
     the molhiv and Peptides-func CPU studies' placeholder 20 epochs became their budgets of 10 and 5
     (session 12); every gated SigGate-GT recipe took `model.gate_weight_init: xavier`, the authors'
-    release's start of W_g (session 16)."""
+    release's start of W_g, and the `sparsemax` recipes became the `entmax_2.0` config (session 16)."""
     snapshot = json.loads(SNAPSHOT.read_text())
     assert sorted(snapshot) == sorted(p.stem for p in RECIPES.glob("*.yaml"))
     for name, want in snapshot.items():

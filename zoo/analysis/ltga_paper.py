@@ -13,11 +13,11 @@ row of ``tools/report.py``) to the paper row that reports it. Choices:
 * GATv2, LTGA-Head and LTGA-Edge are printed again in Tables 4 and 9-12 with the same numbers;
   ``gatv2``, ``ltga_head`` and ``ltga_edge`` cite Table 1. ``qfrozen_1.5`` and ``qfrozen_2.0`` are
   also Table 10's "q-softmax (frozen)" rows; they cite Table 9, the frozen-q sweep.
-* ``entmax_2.0`` (alpha-entmax by bisection at alpha = 2) and ``sparsemax`` (the dedicated sort-based
-  operator) compute the same map: alpha-entmax at alpha = 2 is sparsemax (Peters et al., 2019). Both
-  are set beside Table 10's "sparsemax (α=2)" row; they differ from each other only by the bisection's
-  tolerance. ``entmax (tuned)`` over ``entmax_*`` (alpha in {1.2, 1.5, 2.0}) is the paper's tuned
-  grid, "α-entmax (tuned on val.)".
+* ``entmax_2.0`` and ``sparsemax`` are one model: alpha-entmax at alpha = 2 is sparsemax (Peters et
+  al., 2019), and since session 16 the ``sparsemax`` recipes are the ``entmax_2.0`` config, so a
+  sweep copies those seeds (earlier ``normaliser: sparsemax`` ran ``edge_entmax`` at 2.0 as well).
+  Both are set beside Table 10's "sparsemax (α=2)" row. ``entmax (tuned)`` over ``entmax_*`` (alpha
+  in {1.2, 1.5, 2.0}) is the paper's tuned grid, "α-entmax (tuned on val.)".
 * ``ltga_edge`` is the paper's gate (``edge_mlp: paper``); ``ltga_edge_wide`` has no paper row.
 * The tuned and oracle rows are those ``--tuned qfrozen=qfrozen_*,entmax=entmax_*`` and
   ``--oracle qfrozen=qfrozen_*`` name.
