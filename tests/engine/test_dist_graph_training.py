@@ -21,7 +21,9 @@ import torch.nn.functional as F
 from tests.engine import dist_graph_driver as driver
 from zoo.data import load_node_dataset
 from zoo.engine.checkpoint import load_checkpoint
+from zoo.engine.experiment import run_folder
 from zoo.engine.node_sampling import layerwise_forward
+from zoo.engine.recipe import load_recipe
 from zoo.models import create_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -165,6 +167,25 @@ def test_standalone_resumes_a_killed_run_to_the_uninterrupted_result(standalone,
         assert resumed["val_loss"] == pytest.approx(uninterrupted["val_loss"], abs=RESUME_TOLERANCE)
     assert metrics["final"]["test"]["loss"] == pytest.approx(single["final"]["test"]["loss"], abs=RESUME_TOLERANCE)
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_standalone_refuses_a_run_folder_another_process_trains(tmp_path):
+    """A second DistGraph job on a seed folder that another process holds stops with one error line
+    naming that process, and writes nothing there (zoo.engine.run_lock)."""
+    part_config = _partition(tmp_path, 1)
+    seed_dir = run_folder(load_recipe(RECIPE, driver.EXACT, epochs=driver.EPOCHS), tmp_path / "runs") / "seed0"
+    seed_dir.mkdir(parents=True)
+    hold = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(seed_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        ((code, output),) = _run([(_train_command(part_config, tmp_path / "runs"), {})], tmp_path, 1)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert code == 2 and f"is being trained by another process (pid {holder.pid}" in output, output[-3000:]
+    assert list(seed_dir.iterdir()) == []
 
 
 def _private_shm_works() -> bool:

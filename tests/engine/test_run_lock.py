@@ -97,3 +97,19 @@ def test_sweep_stops_with_one_error_line_and_exit_2(tmp_path, holder, capsys):
     code = load_tool("sweep").main([str(recipe_file), "--seeds", "0", "--out", str(out)])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and f"pid {process.pid}" in err[0]
+
+
+def test_every_rank_raises_when_rank_0_finds_the_folder_busy(tmp_path, holder):
+    """``agree`` sums the busy flag over the ranks: a rank that holds nothing raises too when the
+    sum says rank 0 is refused, and nobody raises when the folder is free."""
+    with pytest.raises(RunBusyError, match="as rank 0 found"):
+        with hold_seed(tmp_path, hold=False, agree=lambda flag: flag + 1.0):  # rank 0 said busy
+            pass
+    with hold_seed(tmp_path, hold=False, agree=lambda flag: flag):
+        pass
+    process = holder(tmp_path)
+    sums = []
+    with pytest.raises(RunBusyError, match=f"pid {process.pid}"):
+        with hold_seed(tmp_path, agree=lambda flag: sums.append(flag) or flag):
+            pass
+    assert sums == [1.0]

@@ -46,6 +46,7 @@ from zoo.engine.index_training import (build_index_optimizer, index_trajectory, 
                                        split_index_parameters)
 from zoo.engine.node_sampling import graph_layers, sampled_forward
 from zoo.engine.recipe import Recipe, RecipeError
+from zoo.engine.run_lock import hold_seed
 from zoo.engine.reproducibility import epoch_seed, seed_everything
 from zoo.models import create_model
 
@@ -163,26 +164,27 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
 
     if is_main():
         run_dir.mkdir(parents=True, exist_ok=True)
-    state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
-                       patience=recipe.optim.patience, train_epoch=train_epoch, monitor="val_loss", mode="min",
-                       evaluate=lambda: {f"val_{k}": v for k, v in
-                                         evaluate(model, graph, split["val"], sampler.eval_batch_size).items()},
-                       progress=False, on_epoch_end=end_of_epoch, checkpoint_every=checkpoint_every)
-    model.load_state_dict(state["best_model"])
-    final = {part: evaluate(model, graph, split[part], sampler.eval_batch_size) for part in ("val", "test")}
-    metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "best_epoch": state["best_epoch"],
-               "epochs_run": state["epoch"], "stopped_early": state["stopped_early"],
-               "train_seconds": state["train_seconds"], "curves": state["curves"], "final": final}
-    if not is_main():
-        return {}
-    text = yaml.safe_dump(recipe.to_dict(), sort_keys=False).encode()
-    atomic_write(run_dir / "config.yaml", lambda handle: handle.write(text))
-    save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
-                    run_dir / "best.pt")
-    write_json(environment(), run_dir / "environment.json")
-    write_json(metrics, run_dir / "metrics.json")
-    finish(run_dir)
-    return metrics
+    with hold_seed(run_dir, is_main(), agree=all_sum):  # one job at a time in the run folder
+        state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
+                           patience=recipe.optim.patience, train_epoch=train_epoch, monitor="val_loss", mode="min",
+                           evaluate=lambda: {f"val_{k}": v for k, v in
+                                             evaluate(model, graph, split["val"], sampler.eval_batch_size).items()},
+                           progress=False, on_epoch_end=end_of_epoch, checkpoint_every=checkpoint_every)
+        model.load_state_dict(state["best_model"])
+        final = {part: evaluate(model, graph, split[part], sampler.eval_batch_size) for part in ("val", "test")}
+        metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "best_epoch": state["best_epoch"],
+                   "epochs_run": state["epoch"], "stopped_early": state["stopped_early"],
+                   "train_seconds": state["train_seconds"], "curves": state["curves"], "final": final}
+        if not is_main():
+            return {}
+        text = yaml.safe_dump(recipe.to_dict(), sort_keys=False).encode()
+        atomic_write(run_dir / "config.yaml", lambda handle: handle.write(text))
+        save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
+                        run_dir / "best.pt")
+        write_json(environment(), run_dir / "environment.json")
+        write_json(metrics, run_dir / "metrics.json")
+        finish(run_dir)
+        return metrics
 
 
 def check_recipe(recipe: Recipe) -> None:

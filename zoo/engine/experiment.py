@@ -12,7 +12,7 @@ import yaml
 from zoo.analysis import format_summary, summarize_seeds
 from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
 from zoo.engine.checkpoint import CheckpointError, write_json
-from zoo.engine.distributed import (barrier, init_from_env, is_main, load_once_per_machine, main_first,
+from zoo.engine.distributed import (all_sum, barrier, init_from_env, is_main, load_once_per_machine, main_first,
                                     requested_world_size, say)
 from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
@@ -88,7 +88,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
             data, train = graph_data, train_graph_model
         # the run folder appears only once a seed has its data, so a bad dataset leaves nothing behind;
         # one process at a time trains it (zoo.engine.run_lock)
-        with _removed_unless_started(base, seed_dir, rank0), hold_seed(seed_dir, rank0):
+        with _removed_unless_started(base, seed_dir, rank0), hold_seed(seed_dir, rank0, agree=all_sum):
             if finished.exists() and not force:  # another process finished it while this one loaded the data
                 say(f"seed {seed}: another process finished it in {seed_dir}, skipping it")
                 runs.append(json.loads(finished.read_text()))

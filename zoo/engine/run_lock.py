@@ -19,33 +19,38 @@ class RunBusyError(RuntimeError):
 
 
 @contextlib.contextmanager
-def hold_seed(seed_dir: str | Path, hold: bool = True):
-    """Hold ``seed_dir`` (an existing folder) for the body; with ``hold=False`` (torchrun ranks
-    other than 0, which do not write) do nothing. Raises :class:`RunBusyError` if another
-    process holds it.
+def hold_seed(seed_dir: str | Path, hold: bool = True, agree=None):
+    """Hold ``seed_dir`` (an existing folder) for the body, or raise :class:`RunBusyError` if
+    another process holds it. ``hold=False``: take nothing (a torchrun or DistDGL rank other than
+    0, which writes nothing). ``agree``: a sum over the ranks (``zoo.engine.distributed.all_sum``),
+    so that every rank raises when rank 0 finds the folder busy, instead of waiting for it in a
+    collective.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder, hold_seed(folder):
     ...     pass
     """
-    if not hold:
-        yield
-        return
-    fd = os.open(seed_dir, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(seed_dir, os.O_RDONLY | os.O_DIRECTORY) if hold else None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder(os.fstat(fd).st_ino)
+        busy = False
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                busy = True
+        if agree is not None:
+            busy = agree(float(busy)) > 0
+        if busy:
+            pid = _holder(os.fstat(fd).st_ino) if fd is not None else None
+            who = f"pid {pid}" if pid else ("pid unknown" if fd is not None else "as rank 0 found")
             raise RunBusyError(
-                f"{seed_dir} is being trained by another process ({f'pid {pid}' if pid else 'pid unknown'}: a second "
-                "train or sweep over the same --out); wait for it to end, or stop it "
-                f"({f'kill -TERM {pid}' if pid else 'kill -TERM <pid>'}) and rerun this command to resume from its "
-                "last checkpoint"
-            ) from None
+                f"{seed_dir} is being trained by another process ({who}: a second train or sweep over the "
+                f"same --out); wait for it to end, or stop it ({f'kill -TERM {pid}' if pid else 'kill -TERM <pid>'}) "
+                "and rerun this command to resume from its last checkpoint")
         yield
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
 def _holder(inode: int) -> str | None:
