@@ -1,37 +1,26 @@
 """One process at a time in a seed folder (zoo.engine.run_lock): a second job is refused with the
 holder's pid and touches nothing; the lock goes with its process, so a killed job leaves none."""
 import json
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
+from tests.engine.folder_holder import hold_folder
 from tests.tools.tool_loader import load_tool
 from zoo.engine import experiment
 from zoo.engine.recipe import build_recipe
 from zoo.engine.run_lock import RunBusyError, hold_seed
 
 GCN = {"name": "cora_gcn_lock", "dataset": "cora", "model": {"name": "gcn", "hidden": 8}, "optim": {"epochs": 1}}
-HOLD = textwrap.dedent("""
-    import fcntl, os, sys, time
-    fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    print("held", flush=True)
-    time.sleep(120)
-""")
 
 
 @pytest.fixture
 def holder():
-    """Start a process that holds the flock of a folder until it is killed; yields (start, process)."""
+    """Yields start(folder) -> a process holding the folder's flock, killed at the end of the test."""
     started = []
 
     def start(folder):
-        process = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True)
-        started.append(process)
-        assert process.stdout.readline().strip() == "held"
-        return process
+        started.append(hold_folder(folder))
+        return started[-1]
 
     yield start
     for process in started:
