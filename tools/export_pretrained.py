@@ -8,7 +8,10 @@ The weights are written to zoo/pretrained/NAME.safetensors and the model card be
 NAME.json (or to --out DIR/); load them with zoo.load_pretrained("NAME"). best.pt is read with
 torch.load(weights_only=True): a file holding more than tensors and plain data is refused.
 
-Exit codes: 0 done, 2 bad arguments or a run that cannot be exported.
+--command is checked: its recipe file, --set, --epochs and --seeds must rebuild the run's recipe
+and seed, so the card tells a reader how to retrain the model. The error names each difference.
+
+Exit codes: 0 done, 2 bad arguments, a run that cannot be exported or a --command that does not rebuild it.
 """
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", help="a finished run folder, e.g. runs/zinc_siggate/<hash>/seed0")
     parser.add_argument("--name", required=True, help="checkpoint name (file stem), e.g. zinc_siggate")
-    parser.add_argument("--command", default="", help="the command that trained the run (stored in the card)")
+    parser.add_argument("--command", default="",
+                        help="the tools/train.py or tools/sweep.py command that trained the run, stored in the card; "
+                             "refused unless it rebuilds the run's recipe and seed (zoo.engine.card_command)")
     parser.add_argument("--out", help="output folder (default: zoo/pretrained, shipped with the package)")
     args = parser.parse_args(argv)
     try:

@@ -1,11 +1,13 @@
 """Export of a finished run (a real 2-epoch training) as a pretrained checkpoint, and the one card builder."""
 import csv
 import json
+import shlex
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 import zoo
 from tests.tools.tool_loader import load_tool
@@ -13,7 +15,7 @@ from zoo.data import FEATURIZER_SPEC, load_csv_dataset
 from zoo.engine import experiment
 from zoo.engine.environment import environment
 from zoo.engine.export import export_run, model_card
-from zoo.engine.recipe import build_recipe
+from zoo.engine.recipe import build_recipe, load_recipe
 from zoo.models import create_model
 from zoo.models.pretrained import PretrainedError, load_pretrained
 
@@ -35,13 +37,18 @@ def finished_run(tmp_path_factory):
     with open(tmp / "toy.csv", "w", newline="") as f:
         csv.writer(f).writerows([["smiles", "a", "b"]] + [[s, len(s), i % 3] for i, s in enumerate(SMILES)])
     data = load_csv_dataset(tmp / "toy.csv", "smiles", ["a", "b"], split="random", cache_root=tmp, progress=False)
-    recipe = build_recipe({"dataset": "zinc_smiles", "name": "toy", "task": "graph_regression",
-                           "model": MODEL,
-                           "optim": {"epochs": 2, "batch_size": 8}})
+    (tmp / "toy.yaml").write_text(yaml.safe_dump({"dataset": "zinc_smiles", "task": "graph_regression",
+                                                  "model": MODEL, "optim": {"epochs": 2, "batch_size": 8}}))
+    recipe = load_recipe(tmp / "toy.yaml")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(experiment, "load_graph_dataset", lambda name, **options: data)
         experiment.run_recipe(recipe, tmp / "runs", progress=False)
     return experiment.run_folder(recipe, tmp / "runs") / "seed0"
+
+
+def training_command(run, *options):
+    """The command that trained the ``finished_run`` fixture (its recipe file is beside runs/)."""
+    return shlex.join(["python", "tools/train.py", str(run.parents[3] / "toy.yaml"), *options])
 
 
 def test_model_card_records_the_model_its_data_and_the_environment():
@@ -64,7 +71,8 @@ def test_model_card_records_the_model_its_data_and_the_environment():
 
 
 def test_export_run_writes_a_loadable_card(finished_run, tmp_path):
-    path = export_run(finished_run, "toy_model", "python tools/train.py toy.yaml", directory=tmp_path)
+    command = training_command(finished_run, "--seeds", "0")
+    path = export_run(finished_run, "toy_model", command, directory=tmp_path)
     assert path == tmp_path / "toy_model.safetensors" and (tmp_path / "toy_model.json").is_file()
     model = load_pretrained("toy_model", directory=tmp_path)
     card, metrics = model.card, json.loads((finished_run / "metrics.json").read_text())
@@ -79,7 +87,7 @@ def test_export_run_writes_a_loadable_card(finished_run, tmp_path):
     assert card["split"]["sizes"] == metrics["split_sizes"]  # the run's, not the zinc_smiles card's 10000/1000/1000
     assert sum(card["split"]["sizes"].values()) == len(SMILES) and "sizes_from" not in card["split"]
     assert card["recipe"]["optim"]["epochs"] == 2 and card["task"] == "graph_regression"
-    assert card["command"] == "python tools/train.py toy.yaml" and card["git_commit"] == environment["git_commit"]
+    assert card["command"] == command and card["git_commit"] == environment["git_commit"]
     assert card["zoo_version"] == zoo.__version__ and card["versions"]["torch"] == torch.__version__.split("+")[0]
     best = torch.load(finished_run / "best.pt")["model"]
     assert all(torch.equal(tensor, best[key]) for key, tensor in model.state_dict().items())
@@ -100,9 +108,17 @@ def test_export_run_refuses_unfinished_runs_and_large_files(finished_run, tmp_pa
 
 def test_export_cli(finished_run, tmp_path, capsys):
     cli = load_tool("export_pretrained")
-    assert cli.main([str(finished_run), "--name", "toy", "--command", "make train", "--out", str(tmp_path)]) == 0
+    command = training_command(finished_run, "--out", "runs")
+    assert cli.main([str(finished_run), "--name", "toy", "--command", command, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"{tmp_path / 'toy.safetensors'} (" in out and str(tmp_path / "toy.json") in out and "test mae" in out
+    # a command that would train another model is refused before anything is written
+    other = training_command(finished_run, "--set", "model.dim=32")
+    assert cli.main([str(finished_run), "--name", "other", "--command", other, "--out", str(tmp_path)]) == 2
+    assert "model.dim: 32 by the command, 16 in the run" in capsys.readouterr().err
+    assert cli.main([str(finished_run), "--name", "other", "--command", "make train", "--out", str(tmp_path)]) == 2
+    assert "runs neither tools/train.py nor tools/sweep.py" in capsys.readouterr().err
+    assert not list(tmp_path.glob("other*"))
     assert cli.main([str(tmp_path / "nowhere"), "--name", "toy", "--out", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err
 

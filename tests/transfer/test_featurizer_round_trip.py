@@ -62,7 +62,7 @@ def test_dgllife_model_survives_train_finetune_predict(toy_card, counted, tmp_pa
     run = run_folder(recipe, tmp_path / "runs") / "seed0"
     assert yaml.safe_load((run / "config.yaml").read_text())["featurizer"] == DGLLIFE
 
-    export_run(run, "toy_dgllife", "python tools/train.py toy.yaml", directory=tmp_path / "zoo")
+    export_run(run, "toy_dgllife", "", directory=tmp_path / "zoo")  # no recipe file: no command
     trained = load_pretrained("toy_dgllife", directory=tmp_path / "zoo")
     assert trained.card["featurizer"] == DgllifeFeaturizer().spec
     assert {k: trained.card["model_args"][k] for k in INPUTS} == INPUTS

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from zoo.data import DatasetError, featurizer_from_spec, load_card
+from zoo.engine.card_command import CommandError, check_command
 from zoo.engine.checkpoint import CheckpointError, load_checkpoint
 from zoo.engine.recipe import Recipe, RecipeError, build_recipe
 from zoo.models.capabilities import HasPositionalEncodings
@@ -69,8 +70,10 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
     and ``<name>.json`` (see :mod:`zoo.models.pretrained`); returns the first.
 
     ``directory`` defaults to the shipped :data:`zoo.models.registry.PRETRAINED_DIR`. Refuses
-    unfinished runs (no ``metrics.json``), node-level runs and weights over 10 MB. ``best.pt`` is
-    read with ``weights_only=True``: a file that holds more than tensors and plain data is refused.
+    unfinished runs (no ``metrics.json``), node-level runs, weights over 20 MB and a ``command``
+    that would not retrain the run (:mod:`zoo.engine.card_command`; an empty one records none).
+    ``best.pt`` is read with ``weights_only=True``: a file that holds more than tensors and plain
+    data is refused.
     """
     run_dir = Path(run_dir)
     if not _NAME.fullmatch(name) or name.endswith((".pt", ".safetensors", ".json")):
@@ -97,6 +100,12 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
         recipe = build_recipe(best["recipe"])
     except RecipeError as err:
         raise PretrainedError(f"{run_dir}/best.pt holds a recipe this zoo version rejects: {err}") from None
+    if command:
+        try:
+            seed = metrics.get("seed", int(run_dir.name[4:]) if re.fullmatch(r"seed\d+", run_dir.name) else None)
+            check_command(command, recipe, seed)
+        except CommandError as err:
+            raise PretrainedError(f"{run_dir}: {err}") from None
     if recipe.task == "node_classification":
         raise PretrainedError(f"{run_dir} is a node_classification run; only graph-level runs "
                               "(graph_regression, graph_classification) can be exported")
