@@ -5,7 +5,7 @@ import torch
 
 import zoo.engine.epoch_loop as epoch_loop
 from zoo.engine.checkpoint import load_checkpoint
-from zoo.engine.epoch_loop import LAST, finish, run_epochs
+from zoo.engine.epoch_loop import LAST, BatchCheckpoints, finish, run_epochs
 
 
 def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None, checkpoint_every=0, tick=None):
@@ -96,3 +96,58 @@ def test_an_early_stop_writes_its_last_epoch(tmp_path, monkeypatch):
                         written.append(state["state"]["epoch"]) or real(state, path, verify=verify))
     state, _ = _loop(tmp_path, [5.0, 4.0, 4.5, 4.0, 3.0, 1.0], patience=2, checkpoint_every=1e9)
     assert state["stopped_early"] and written == [1, 4]
+
+
+def _batch_loop(tmp_path, epochs, *, batches=5, kill_at=None, checkpoint_every=25, now=None, trained=None):
+    """A linear model, one SGD step a batch; each batch takes 10 s of the fake clock ``now``."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(batches, 4, 3), torch.randn(batches, 4, 1)
+
+    def train_epoch(epoch, checkpoints: BatchCheckpoints):
+        total = checkpoints.carry.get("total", 0.0)
+        for step in range(checkpoints.start, batches):
+            if (epoch, step) == kill_at:
+                raise KeyboardInterrupt
+            optimizer.zero_grad()
+            noise = torch.randn(4, 1) * 0.01  # uses the RNG, so a resume must restore it
+            loss = torch.nn.functional.mse_loss(model(x[step]) + noise, y[step])
+            loss.backward()
+            optimizer.step()
+            total += float(loss)
+            trained.append((epoch, step))
+            now[0] += 10
+            checkpoints.done(step + 1, {"total": total})
+        return {"train_loss": total / batches}
+
+    state = run_epochs(model=model, optimizers=[optimizer], run_dir=tmp_path, epochs=epochs, patience=9,
+                       train_epoch=train_epoch, evaluate=lambda: {"val_mae": 1.0}, monitor="val_mae", mode="min",
+                       progress=False, checkpoint_every=checkpoint_every, batch_checkpoints=True)
+    return state, model
+
+
+def test_batch_checkpoints_follow_the_clock_inside_epochs_and_resume_at_the_batch(tmp_path, monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(epoch_loop.time, "perf_counter", lambda: now[0])
+    written = []
+    real = epoch_loop.save_checkpoint
+    monkeypatch.setattr(epoch_loop, "save_checkpoint", lambda state, path, *, verify: written.append(
+        (state["state"]["epoch"], state.get("partial", {}).get("trained"))) or real(state, path, verify=verify))
+    whole, whole_model = _batch_loop(tmp_path / "whole", 3, now=now, trained=[])
+    # 5 batches of 10 s an epoch, at least 25 s apart and 25 s into the epoch: batch 3 of epoch 0
+    # (30 s), the end of epoch 0 is 20 s later (not written), batch 3 of epoch 1 (80 s), ...
+    assert written == [(0, 3), (1, 3), (2, 3), (3, None)]
+    assert whole["train_seconds"] == 150
+
+    now[0], trained = 0.0, []
+    with pytest.raises(KeyboardInterrupt):
+        _batch_loop(tmp_path / "killed", 3, now=now, trained=trained, kill_at=(1, 4))
+    assert load_checkpoint(tmp_path / "killed" / LAST)["partial"]["trained"] == 3
+    trained.clear()
+    resumed, resumed_model = _batch_loop(tmp_path / "killed", 3, now=now, trained=trained)
+    assert trained[0] == (1, 3) and len(trained) == 2 + 5  # only the batch trained after the last write reruns
+    assert [r["train_loss"] for r in resumed["curves"]] == [r["train_loss"] for r in whole["curves"]]
+    for key, value in whole_model.state_dict().items():  # the same arithmetic on the same machine
+        assert torch.equal(value, resumed_model.state_dict()[key]), key
+    assert resumed["train_seconds"] == 150

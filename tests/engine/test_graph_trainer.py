@@ -51,6 +51,33 @@ def test_interrupted_run_resumes_to_the_same_result(esol, tmp_path):
     assert resumed["final"] == reference["final"]
 
 
+def test_a_run_killed_inside_an_epoch_resumes_there_to_the_same_result(esol, tmp_path, monkeypatch):
+    """last.pt is written between batches: a kill at a batch of epoch 1 costs only that batch."""
+    import zoo.engine.graph_trainer as graph_trainer
+    reference = train_graph_model(_recipe(), esol, 1, tmp_path / "a", progress=False)
+    real, calls = graph_trainer.rank_loss, []
+
+    def counted(*args, kill_at=None):
+        calls.append(1)
+        if len(calls) == kill_at:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    per_epoch = -(-esol.sizes["train"] // 16)  # batches of 16
+    kill_at = per_epoch + 3  # the third batch of epoch 1: its first two are written
+    monkeypatch.setattr(graph_trainer, "rank_loss", lambda *args: counted(*args, kill_at=kill_at))
+    with pytest.raises(KeyboardInterrupt):
+        train_graph_model(_recipe(), esol, 1, tmp_path / "b", progress=False, checkpoint_every=0)
+    saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)
+    assert saved["state"]["epoch"] == 1 and saved["partial"]["trained"] == 2
+    calls.clear()
+    monkeypatch.setattr(graph_trainer, "rank_loss", lambda *args: counted(*args))
+    resumed = train_graph_model(_recipe(), esol, 1, tmp_path / "b", progress=False)
+    assert len(calls) == 4 * per_epoch - (per_epoch + 2)  # the two batches written are not trained again
+    assert [r["train_loss"] for r in resumed["curves"]] == [r["train_loss"] for r in reference["curves"]]
+    assert resumed["final"] == reference["final"]
+
+
 def test_masked_loss_ignores_nan_targets():
     prediction = torch.tensor([[0.0, 2.0], [1.0, 5.0]])
     target = torch.tensor([[1.0, float("nan")], [1.0, 2.0]])

@@ -3,11 +3,15 @@ TensorBoard scalars and a progress bar.
 
 ``last.pt`` is written atomically (model, optimisers, schedulers, loop state and RNG states)
 after the first epoch, then after any epoch that ends ``checkpoint_every`` seconds (default
-:data:`CHECKPOINT_EVERY`) or more after the last write, and after the last epoch. A killed run
-continues from its last written epoch with the result it would have reached uninterrupted, so a
-kill costs at most about ``checkpoint_every`` seconds of training. Writing every epoch made a
-Cora LTGA-Edge seed use 39.2 s of CPU instead of 22.0 s (README, "Training-step overhead").
-Under torchrun only rank 0 writes checkpoints, events and the bar.
+:data:`CHECKPOINT_EVERY`) or more after the last write, and after the last epoch. A trainer whose
+epochs can be long (the graph trainer: a molhiv epoch of the paper's model is half an hour on a
+CPU) also writes it between batches, once ``checkpoint_every`` seconds have passed since the
+epoch began and since the last write (:class:`BatchCheckpoints`); the end of the first epoch is
+then written only on that clock. A killed run continues from its last
+write with the result it would have reached uninterrupted, so a kill costs at most about
+``checkpoint_every`` seconds of training (plus one epoch for a trainer without batch checkpoints).
+Writing every epoch made a Cora LTGA-Edge seed use 39.2 s of CPU instead of 22.0 s (README,
+"Training-step overhead"). Under torchrun only rank 0 writes checkpoints, events and the bar.
 """
 from __future__ import annotations
 
@@ -28,6 +32,23 @@ LAST = "last.pt"
 CHECKPOINT_EVERY = 30.0  # seconds of training a kill can cost
 
 
+class BatchCheckpoints:
+    """What ``run_epochs`` hands a ``train_epoch(epoch, batches)`` that can stop inside an epoch.
+
+    ``start``: the epoch's batches already trained before a kill (skip them; the batch order must
+    be the same, e.g. a loader re-seeded per epoch); ``carry``: the running values the epoch had
+    then (``{}`` on a fresh epoch). Call ``done(trained, carry)`` after each batch with the number
+    of batches trained so far and the running values: it writes ``last.pt`` once
+    ``checkpoint_every`` seconds have passed since the epoch began and since the last write.
+    """
+
+    def __init__(self, start: int, carry: dict, save: Callable[[int, dict], None]):
+        self.start, self.carry, self._save = start, carry, save
+
+    def done(self, trained: int, carry: dict) -> None:
+        self._save(trained, carry)
+
+
 def run_epochs(
     *,
     model: torch.nn.Module,
@@ -44,6 +65,7 @@ def run_epochs(
     progress: bool = True,
     on_epoch_end: Callable[[int, dict], None] | None = None,
     checkpoint_every: float = CHECKPOINT_EVERY,
+    batch_checkpoints: bool = False,
 ) -> dict:
     """Train until ``epochs`` or ``patience`` epochs without a better ``monitor`` value.
 
@@ -52,7 +74,8 @@ def run_epochs(
     ``epoch`` (epochs run), ``best_epoch``, ``best``, ``best_model`` (state dict), ``curves``
     (one row per epoch), ``train_seconds`` and ``stopped_early``. ``on_epoch_end(epoch, row)`` runs
     after each epoch (after its checkpoint, if one was written; ``checkpoint_every=0`` writes one
-    every epoch).
+    every epoch). ``batch_checkpoints``: call ``train_epoch(epoch, batches)`` with a
+    :class:`BatchCheckpoints`, so that ``last.pt`` is also written between batches.
     """
     if mode not in ("min", "max"):
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
@@ -60,6 +83,7 @@ def run_epochs(
     state = {"epoch": 0, "best": math.inf if mode == "min" else -math.inf, "best_epoch": -1, "bad_epochs": 0,
              "best_model": cpu_state_dict(model), "curves": [], "train_seconds": 0.0}
     last_path = Path(run_dir) / LAST
+    partial = None  # where a kill inside an epoch stopped: {"trained", "carry", "seconds"}
     if last_path.exists():
         saved = load_checkpoint(last_path)
         model.load_state_dict(saved["model"])
@@ -67,9 +91,10 @@ def run_epochs(
             for obj, obj_state in zip(part, states):
                 obj.load_state_dict(obj_state)
         set_rng_state(saved["rng"])
-        state = saved["state"]
+        state, partial = saved["state"], saved.get("partial")
         if is_main():
-            print(f"resuming {run_dir} from epoch {state['epoch']}")
+            inside = f", batch {partial['trained']}" if partial else ""
+            print(f"resuming {run_dir} from epoch {state['epoch']}{inside}")
 
     main = is_main()
     writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=state["epoch"]) if main else None
@@ -77,10 +102,29 @@ def run_epochs(
                dynamic_ncols=True)
     verify = True  # the first save of the run is read back with weights_only; later ones hold the same kinds
     saved_at = -math.inf
+
+    def save(**extra):
+        nonlocal verify, saved_at
+        save_checkpoint({"model": cpu_state_dict(model), "optimizers": [o.state_dict() for o in optimizers],
+                         "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
+                         "state": state, **extra}, last_path, verify=verify)
+        verify, saved_at = False, time.perf_counter()
+
+    def save_inside(trained: int, carry: dict) -> None:
+        now = time.perf_counter()
+        if main and now - max(saved_at, started) >= checkpoint_every:
+            save(partial={"trained": trained, "carry": carry, "seconds": now - started})
+
     try:
         while state["epoch"] < epochs and state["bad_epochs"] < patience:
-            started = time.perf_counter()
-            row = {"epoch": state["epoch"], **train_epoch(state["epoch"])}
+            started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
+            if batch_checkpoints:
+                start, carry = (partial["trained"], partial["carry"]) if partial else (0, {})
+                checkpoints = BatchCheckpoints(start, carry, save_inside)
+                row = {"epoch": state["epoch"], **train_epoch(state["epoch"], checkpoints)}
+            else:
+                row = {"epoch": state["epoch"], **train_epoch(state["epoch"])}
+            partial = None
             for scheduler in schedulers:
                 scheduler.step()
             state["train_seconds"] += time.perf_counter() - started
@@ -94,10 +138,7 @@ def run_epochs(
             state["epoch"] += 1
             ending = state["epoch"] >= epochs or state["bad_epochs"] >= patience
             if main and (ending or time.perf_counter() - saved_at >= checkpoint_every):
-                save_checkpoint({"model": cpu_state_dict(model), "optimizers": [o.state_dict() for o in optimizers],
-                                 "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
-                                 "state": state}, last_path, verify=verify)
-                verify, saved_at = False, time.perf_counter()
+                save()
             if main:
                 for key, value in row.items():
                     if key != "epoch":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Callable
 
@@ -20,7 +21,7 @@ from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
-from zoo.engine.epoch_loop import CHECKPOINT_EVERY, finish, run_epochs
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
@@ -159,13 +160,14 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         if optim.scheduler == "cosine" else []
     metric = data.metric
 
-    def train_epoch(epoch: int) -> dict:
+    def train_epoch(epoch: int, checkpoints: BatchCheckpoints) -> dict:
         trained.train()
         train_loader.generator.manual_seed(seed * 1_000_003 + epoch)  # same order after a resume
-        total, count = 0.0, 0
-        batches = tqdm(train_loader, desc=f"epoch {epoch} batches", leave=False, unit="batch", mininterval=STEP_BAR_EVERY,
+        total, count = checkpoints.carry.get("total", 0.0), checkpoints.carry.get("count", 0)
+        batches = tqdm(islice(train_loader, checkpoints.start, None), desc=f"epoch {epoch} batches", leave=False,
+                       unit="batch", mininterval=STEP_BAR_EVERY, initial=checkpoints.start, total=len(train_loader),
                        disable=not (progress and is_main()), dynamic_ncols=True)
-        for graphs, target in batches:
+        for step, (graphs, target) in enumerate(batches, start=checkpoints.start + 1):
             optimizer.zero_grad()
             graphs, target = graphs.to(device), target.to(device)
             loss = rank_loss(trained(graphs), target, data.task)
@@ -179,6 +181,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
                 index_optimizer.step()
             size = all_sum(len(target))  # graphs in the global batch
             total, count = total + all_sum(float(loss)) / world()[1] * size, count + size
+            checkpoints.done(step, {"total": total, "count": count})
         return {"train_loss": total / count, "lr": optimizer.param_groups[0]["lr"], **index_trajectory(model)}
 
     def evaluate() -> dict:
@@ -193,7 +196,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     state = run_epochs(model=model, optimizers=optimizers, schedulers=schedulers, run_dir=run_dir,
                        epochs=optim.epochs, patience=optim.patience, train_epoch=train_epoch, evaluate=evaluate,
                        monitor=f"val_{metric}", mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
-                       progress=progress, on_epoch_end=on_epoch_end, checkpoint_every=checkpoint_every)
+                       progress=progress, on_epoch_end=on_epoch_end, checkpoint_every=checkpoint_every,
+                       batch_checkpoints=True)
     model.load_state_dict(state["best_model"])
     final = {}
     for split, loader in loaders.items():
