@@ -45,6 +45,22 @@ def test_each_state_and_its_time_left(tmp_path, recipes):
     assert theirs[2].left == theirs[3].left == 700.0  # its own finished seed sets its pace
 
 
+def test_a_checkpoint_written_inside_an_epoch_counts_its_seconds(tmp_path, recipes):
+    recipe, _ = recipes
+    epochs = recipe.optim.epochs
+    base = run_folder(recipe, tmp_path)
+    _finish(base / "seed0", 100.0)
+    (base / "seed1").mkdir()  # 4 epochs at 10 s, then 3 s into the fifth
+    save_checkpoint({"state": {"epoch": 4, "train_seconds": 40.0}, "partial": {"trained": 2, "seconds": 3.0}},
+                    base / "seed1" / "last.pt")
+    (base / "seed2").mkdir()  # 30 s into the first epoch: no whole epoch to set a pace
+    save_checkpoint({"state": {"epoch": 0, "train_seconds": 0.0}, "partial": {"trained": 5, "seconds": 30.0}},
+                    base / "seed2" / "last.pt")
+    rows = {row.seed: row for row in sweep_status([recipe], tmp_path, seeds=[0, 1, 2])}
+    assert (rows[1].epoch, rows[1].seconds, rows[1].left) == (4, 43.0, pytest.approx(10.0 * (epochs - 4) - 3.0))
+    assert (rows[2].state, rows[2].epoch, rows[2].seconds, rows[2].left) == ("under way", 0, 30.0, 70.0)
+
+
 def test_a_recipe_with_no_finished_seed_is_not_estimated(tmp_path, recipes):
     recipe, _ = recipes
     rows = sweep_status([recipe], tmp_path, seeds=[0, 1])

@@ -4,8 +4,10 @@ from a finished twin (another recipe with the same config hash), under way (with
 
 Times are ``train_seconds`` (the training steps' wall clock, evaluation not included), so they
 carry the load of the machine they ran on. A seed under way is extrapolated from its own pace
-over the epochs it has left (an upper bound when early stopping ends it sooner); a seed still to
-run takes the mean of its recipe's finished seeds, and is not estimated when none has finished.
+over the epochs it has left, less the seconds a write between batches has spent on the current
+one (an upper bound when early stopping ends it sooner); a seed with no whole epoch yet, or still
+to run, takes the mean of its recipe's finished seeds less what it has spent, and is not
+estimated when none has finished.
 """
 from __future__ import annotations
 
@@ -54,17 +56,20 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
                 own.append(SeedStatus(recipe.name, seed, "twin" if twin else "finished", epochs,
                                       seconds=metrics.get("train_seconds"), left=0.0))
             elif (seed_dir / LAST).exists():
-                loop = load_checkpoint(seed_dir / LAST)["state"]
-                done, spent = loop["epoch"], loop["train_seconds"]
-                own.append(SeedStatus(recipe.name, seed, "under way", epochs, epoch=done, seconds=spent,
-                                      left=spent / done * (epochs - done)))  # last.pt comes after epoch 1
+                saved = load_checkpoint(seed_dir / LAST)
+                loop, inside = saved["state"], (saved.get("partial") or {}).get("seconds", 0.0)
+                done = loop["epoch"]  # whole epochs; a write between batches adds ``inside`` seconds
+                pace = loop["train_seconds"] / done if done else None
+                own.append(SeedStatus(recipe.name, seed, "under way", epochs, epoch=done,
+                                      seconds=loop["train_seconds"] + inside,
+                                      left=None if pace is None else max(pace * (epochs - done) - inside, 0.0)))
             else:
                 own.append(SeedStatus(recipe.name, seed, "under way" if seed_dir.exists() else "to run", epochs,
                                       epoch=0 if seed_dir.exists() else None))
         paces = [row.seconds for row in own if row.state == "finished" and row.seconds is not None]
         for row in own:
-            if row.left is None:  # nothing trained yet
-                row.left = sum(paces) / len(paces) if paces else None
+            if row.left is None:  # no whole epoch trained yet
+                row.left = max(sum(paces) / len(paces) - (row.seconds or 0.0), 0.0) if paces else None
         rows.extend(own)
     return rows
 
