@@ -174,6 +174,34 @@ def test_interrupted_sampled_run_resumes_to_the_same_result(tmp_path):
     assert resumed["final"] == reference["final"]
 
 
+def test_sampled_run_killed_inside_an_epoch_resumes_at_the_batch_to_the_same_result(tmp_path, monkeypatch):
+    """One process writes last.pt between batches; the resume skips the batches it holds (still
+    drawing them, so DGL's sampler and the dropout generator continue as uninterrupted)."""
+    import zoo.engine.node_trainer as node_trainer
+    data = _toy_data()
+    reference = train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "a", progress=False)
+    real, calls = node_trainer.sampled_forward, []
+
+    def counted(*args, kill_at=None):
+        calls.append(1)
+        if len(calls) == kill_at:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    per_epoch = -(-int(data.train_mask.sum()) // 8)  # batches of 8 training nodes
+    monkeypatch.setattr(node_trainer, "sampled_forward", lambda *args: counted(*args, kill_at=5 * per_epoch + 3))
+    with pytest.raises(KeyboardInterrupt):
+        train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "b", progress=False, checkpoint_every=0)
+    saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)
+    assert saved["state"]["epoch"] == 5 and saved["partial"]["trained"] == 2
+    calls.clear()
+    monkeypatch.setattr(node_trainer, "sampled_forward", lambda *args: counted(*args))
+    resumed = train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "b", progress=False)
+    assert len(calls) == 12 * per_epoch - (5 * per_epoch + 2)  # the two batches written are not trained again
+    assert [row["train_loss"] for row in resumed["curves"]] == [row["train_loss"] for row in reference["curves"]]
+    assert resumed["final"] == reference["final"]
+
+
 @pytest.mark.parametrize("name, model", [("gcn", {}), ("gatv2", {}), ("ltga", {"q_mode": "edge"}),
                                          ("ltga", {"normaliser": "sparsemax"})])
 def test_every_node_model_trains_on_blocks(tmp_path, name, model):

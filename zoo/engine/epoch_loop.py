@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from itertools import islice
 from pathlib import Path
 from typing import Callable
 
@@ -35,15 +36,28 @@ CHECKPOINT_EVERY = 30.0  # seconds of training a kill can cost
 class BatchCheckpoints:
     """What ``run_epochs`` hands a ``train_epoch(epoch, batches)`` that can stop inside an epoch.
 
-    ``start``: the epoch's batches already trained before a kill (skip them; the batch order must
-    be the same, e.g. a loader re-seeded per epoch); ``carry``: the running values the epoch had
-    then (``{}`` on a fresh epoch). Call ``done(trained, carry)`` after each batch with the number
-    of batches trained so far and the running values: it writes ``last.pt`` once
-    ``checkpoint_every`` seconds have passed since the epoch began and since the last write.
+    ``start``: the epoch's batches already trained before a kill; iterate ``remaining(batches)``
+    to skip them (the batch order must be the same, e.g. a loader re-seeded per epoch);
+    ``carry``: the running values the epoch had then (``{}`` on a fresh epoch). Call
+    ``done(trained, carry)`` after each batch with the number of batches trained so far and the
+    running values: it writes ``last.pt`` once ``checkpoint_every`` seconds have passed since the
+    epoch began and since the last write.
     """
 
     def __init__(self, start: int, carry: dict, save: Callable[[int, dict], None]):
         self.start, self.carry, self._save = start, carry, save
+
+    def remaining(self, batches):
+        """``batches`` from the ``start``-th on. The skipped ones are still drawn, so a sampler
+        reaches the same state, and torch's generator is then set back to what ``last.pt`` held
+        (a loader draws its base seed from it when its iteration begins)."""
+        batches = iter(batches)
+        if self.start:
+            rng = torch.get_rng_state()
+            for _ in islice(batches, self.start):
+                pass
+            torch.set_rng_state(rng)
+        return batches
 
     def done(self, trained: int, carry: dict) -> None:
         self._save(trained, carry)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from itertools import islice
 from pathlib import Path
 from typing import Callable
 
@@ -164,7 +163,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         trained.train()
         train_loader.generator.manual_seed(seed * 1_000_003 + epoch)  # same order after a resume
         total, count = checkpoints.carry.get("total", 0.0), checkpoints.carry.get("count", 0)
-        batches = tqdm(islice(train_loader, checkpoints.start, None), desc=f"epoch {epoch} batches", leave=False,
+        batches = tqdm(checkpoints.remaining(train_loader), desc=f"epoch {epoch} batches", leave=False,
                        unit="batch", mininterval=STEP_BAR_EVERY, initial=checkpoints.start, total=len(train_loader),
                        disable=not (progress and is_main()), dynamic_ncols=True)
         for step, (graphs, target) in enumerate(batches, start=checkpoints.start + 1):

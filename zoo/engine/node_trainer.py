@@ -24,7 +24,7 @@ from zoo.analysis.oversmoothing import oversmoothing_diagnostics
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, world
-from zoo.engine.epoch_loop import CHECKPOINT_EVERY, finish, run_epochs
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.node_sampling import LayerwiseInference, layerwise_forward, sampled_forward, shuffled_batches
@@ -53,7 +53,8 @@ def train_node_classifier(
     :func:`zoo.analysis.oversmoothing.oversmoothing_diagnostics`). Writes
     ``best.pt``, TensorBoard events and ``metrics.json`` into ``run_dir`` and resumes from
     ``last.pt`` if a killed run left one; ``last.pt`` is written every ``checkpoint_every``
-    seconds of training (see :func:`zoo.engine.epoch_loop.run_epochs`).
+    seconds of training (see :func:`zoo.engine.epoch_loop.run_epochs`), between mini-batches too
+    in a sampled run on one process.
     ``on_epoch_end(epoch, row)`` is called after each epoch (and its checkpoint, if one was written).
     ``device`` (see :func:`zoo.engine.devices.resolve_device`) holds the model and the graph.
 
@@ -103,19 +104,25 @@ def train_node_classifier(
     else:
         train_nodes = masks["train"].nonzero().squeeze(1)
 
-        def train_epoch(epoch: int) -> dict:
+        def train_epoch(epoch: int, checkpoints: BatchCheckpoints | None = None) -> dict:
             trained.train()
-            torch.manual_seed(epoch_seed(seed, epoch, rank))  # dropout
+            start, carry = (checkpoints.start, checkpoints.carry) if checkpoints else (0, {})
+            if not start:  # inside an epoch, last.pt restored the generator as it was there
+                torch.manual_seed(epoch_seed(seed, epoch, rank))  # dropout
             order = torch.Generator().manual_seed(epoch_seed(seed, epoch))  # the same on every rank
-            total, count = 0.0, 0
-            for input_nodes, output_nodes, blocks in shuffled_batches(data.graph, train_nodes, sampler.fanouts,
-                                                                      sampler.batch_size, order, rank, world_size):
+            total, count = carry.get("total", 0.0), carry.get("count", 0)
+            batches = shuffled_batches(data.graph, train_nodes, sampler.fanouts, sampler.batch_size, order, rank,
+                                       world_size)
+            batches = checkpoints.remaining(batches) if checkpoints else batches
+            for done, (input_nodes, output_nodes, blocks) in enumerate(batches, start=start + 1):
                 for optimizer in optimizers:
                     optimizer.zero_grad()
                 logits = sampled_forward(trained, data.graph, blocks, data.features[input_nodes])
                 loss = F.cross_entropy(logits, data.labels[output_nodes])
                 step(loss, epoch)
                 total, count = total + float(loss) * len(output_nodes), count + len(output_nodes)
+                if checkpoints is not None:
+                    checkpoints.done(done, {"total": total, "count": count})
             return {"train_loss": all_sum(total) / all_sum(count), **index_trajectory(model)}
 
         def predict() -> torch.Tensor:
@@ -125,7 +132,8 @@ def train_node_classifier(
                        patience=recipe.optim.patience, train_epoch=train_epoch,
                        evaluate=lambda: _evaluate_losses(model, predict, data, masks, main_metric), monitor="val_loss",
                        mode="min", desc=f"{recipe.name} seed {seed}", progress=progress, on_epoch_end=on_epoch_end,
-                       checkpoint_every=checkpoint_every)
+                       checkpoint_every=checkpoint_every,
+                       batch_checkpoints=sampler is not None and world_size == 1)  # ranks' dropout differs
     model.load_state_dict(state["best_model"])
     model.eval()
     with torch.no_grad():
