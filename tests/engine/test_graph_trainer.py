@@ -4,6 +4,7 @@ import json
 import pytest
 import torch
 
+from tests.engine.kill_at_call import KillAtCall
 from zoo.data import load_csv_dataset
 from zoo.engine.graph_trainer import _cosine_with_warmup, masked_loss, train_graph_model
 from zoo.engine.recipe import OptimConfig, build_recipe
@@ -55,25 +56,17 @@ def test_a_run_killed_inside_an_epoch_resumes_there_to_the_same_result(esol, tmp
     """last.pt is written between batches: a kill at a batch of epoch 1 costs only that batch."""
     import zoo.engine.graph_trainer as graph_trainer
     reference = train_graph_model(_recipe(), esol, 1, tmp_path / "a", progress=False)
-    real, calls = graph_trainer.rank_loss, []
-
-    def counted(*args, kill_at=None):
-        calls.append(1)
-        if len(calls) == kill_at:
-            raise KeyboardInterrupt
-        return real(*args)
-
     per_epoch = -(-esol.sizes["train"] // 16)  # batches of 16
-    kill_at = per_epoch + 3  # the third batch of epoch 1: its first two are written
-    monkeypatch.setattr(graph_trainer, "rank_loss", lambda *args: counted(*args, kill_at=kill_at))
+    real = graph_trainer.rank_loss  # killed at the third batch of epoch 1: its first two are written
+    monkeypatch.setattr(graph_trainer, "rank_loss", KillAtCall(real, at=per_epoch + 3))
     with pytest.raises(KeyboardInterrupt):
         train_graph_model(_recipe(), esol, 1, tmp_path / "b", progress=False, checkpoint_every=0)
     saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)
     assert saved["state"]["epoch"] == 1 and saved["partial"]["trained"] == 2
-    calls.clear()
-    monkeypatch.setattr(graph_trainer, "rank_loss", lambda *args: counted(*args))
+    counted = KillAtCall(real)
+    monkeypatch.setattr(graph_trainer, "rank_loss", counted)
     resumed = train_graph_model(_recipe(), esol, 1, tmp_path / "b", progress=False)
-    assert len(calls) == 4 * per_epoch - (per_epoch + 2)  # the two batches written are not trained again
+    assert counted.calls == 4 * per_epoch - (per_epoch + 2)  # the two batches written are not trained again
     assert [r["train_loss"] for r in resumed["curves"]] == [r["train_loss"] for r in reference["curves"]]
     assert resumed["final"] == reference["final"]
 

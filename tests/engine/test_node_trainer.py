@@ -7,6 +7,7 @@ import dgl
 import pytest
 import torch
 
+from tests.engine.kill_at_call import KillAtCall
 from zoo.analysis.oversmoothing import directional_dirichlet_energy, mean_cosine_distance
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.node_trainer import train_node_classifier
@@ -180,24 +181,17 @@ def test_sampled_run_killed_inside_an_epoch_resumes_at_the_batch_to_the_same_res
     import zoo.engine.node_trainer as node_trainer
     data = _toy_data()
     reference = train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "a", progress=False)
-    real, calls = node_trainer.sampled_forward, []
-
-    def counted(*args, kill_at=None):
-        calls.append(1)
-        if len(calls) == kill_at:
-            raise KeyboardInterrupt
-        return real(*args)
-
     per_epoch = -(-int(data.train_mask.sum()) // 8)  # batches of 8 training nodes
-    monkeypatch.setattr(node_trainer, "sampled_forward", lambda *args: counted(*args, kill_at=5 * per_epoch + 3))
+    real = node_trainer.sampled_forward
+    monkeypatch.setattr(node_trainer, "sampled_forward", KillAtCall(real, at=5 * per_epoch + 3))
     with pytest.raises(KeyboardInterrupt):
         train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "b", progress=False, checkpoint_every=0)
     saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)
     assert saved["state"]["epoch"] == 5 and saved["partial"]["trained"] == 2
-    calls.clear()
-    monkeypatch.setattr(node_trainer, "sampled_forward", lambda *args: counted(*args))
+    counted = KillAtCall(real)
+    monkeypatch.setattr(node_trainer, "sampled_forward", counted)
     resumed = train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "b", progress=False)
-    assert len(calls) == 12 * per_epoch - (5 * per_epoch + 2)  # the two batches written are not trained again
+    assert counted.calls == 12 * per_epoch - (5 * per_epoch + 2)  # the two batches written are not trained again
     assert [row["train_loss"] for row in resumed["curves"]] == [row["train_loss"] for row in reference["curves"]]
     assert resumed["final"] == reference["final"]
 
