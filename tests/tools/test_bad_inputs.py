@@ -24,6 +24,9 @@ CLI_CASES = [
     ("train", ["{tmp}/broken.yaml"], "broken.yaml is not valid YAML: expected ',' or ']', but got '<stream end>' at line 3"),
     ("train", ["{tmp}/typo.yaml"], "unknown key 'patiance' in optim; did you mean 'patience'"),
     ("train", ["{tmp}/cycle_a.yaml"], "recipe bases form a cycle"),
+    # sh, not bash: the OS refuses the name (too long) and the message says why it came through unexpanded
+    ("train", ["{tmp}/cora_{{" + ",".join(["gcn", "gat", "gatv2"] * 40) + "}}.yaml"],
+     "cannot be read: File name too long; the shell did not expand its {{a,b}} braces: run it in bash"),
     ("train", ["{tmp}/named.yaml"], "a recipe's name is its file name"),
     # train: overrides
     ("train", [GAT, "--set", "model.heads=[1,"], "override 'model.heads=[1,': '[1,' is not a YAML value"),

@@ -187,12 +187,18 @@ def _read_mapping(path: Path, chain: list) -> dict:
     if path.resolve() in seen:
         cycle = " -> ".join(str(p) for p, _ in chain)
         raise RecipeError(f"recipe bases form a cycle: {cycle} -> {path}; remove one base: line")
-    if path.is_dir():
-        raise RecipeError(f"{path} is a folder; give a recipe file such as {path / 'cora_gat.yaml'}")
-    if not path.is_file():
-        raise RecipeError(f"recipe file not found: {path}{origin}")
     try:
-        raw = yaml.safe_load(path.read_text())
+        if path.is_dir():
+            raise RecipeError(f"{path} is a folder; give a recipe file such as {path / 'cora_gat.yaml'}")
+        if not path.is_file():
+            raise RecipeError(f"recipe file not found: {path}{origin}")
+        text = path.read_text()
+    except OSError as err:  # e.g. a name too long, or no permission
+        unexpanded = "; the shell did not expand its {a,b} braces: run it in bash, or list the files" \
+            if "{" in path.name and "," in path.name else ""
+        raise RecipeError(f"recipe file {path}{origin} cannot be read: {err.strerror or err}{unexpanded}") from None
+    try:
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise RecipeError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
     if not isinstance(raw, dict):
