@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from tests.engine.kill_at_call import KillAtCall
+from tests.engine.kill_at_call import kill_then_resume
 from zoo.data import load_csv_dataset
 from zoo.engine.graph_trainer import _cosine_with_warmup, masked_loss, train_graph_model
 from zoo.engine.recipe import OptimConfig, build_recipe
@@ -57,16 +57,12 @@ def test_a_run_killed_inside_an_epoch_resumes_there_to_the_same_result(esol, tmp
     import zoo.engine.graph_trainer as graph_trainer
     reference = train_graph_model(_recipe(), esol, 1, tmp_path / "a", progress=False)
     per_epoch = -(-esol.sizes["train"] // 16)  # batches of 16
-    real = graph_trainer.rank_loss  # killed at the third batch of epoch 1: its first two are written
-    monkeypatch.setattr(graph_trainer, "rank_loss", KillAtCall(real, at=per_epoch + 3))
-    with pytest.raises(KeyboardInterrupt):
-        train_graph_model(_recipe(), esol, 1, tmp_path / "b", progress=False, checkpoint_every=0)
-    saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)
+    saved, resumed, calls = kill_then_resume(  # killed at the third batch of epoch 1: its first two are written
+        monkeypatch, graph_trainer, "rank_loss", per_epoch + 3,
+        lambda run_dir, **options: train_graph_model(_recipe(), esol, 1, run_dir, progress=False, **options),
+        tmp_path / "b")
     assert saved["state"]["epoch"] == 1 and saved["partial"]["trained"] == 2
-    counted = KillAtCall(real)
-    monkeypatch.setattr(graph_trainer, "rank_loss", counted)
-    resumed = train_graph_model(_recipe(), esol, 1, tmp_path / "b", progress=False)
-    assert counted.calls == 4 * per_epoch - (per_epoch + 2)  # the two batches written are not trained again
+    assert calls == 4 * per_epoch - (per_epoch + 2)  # the two batches written are not trained again
     assert [r["train_loss"] for r in resumed["curves"]] == [r["train_loss"] for r in reference["curves"]]
     assert resumed["final"] == reference["final"]
 

@@ -7,7 +7,7 @@ import dgl
 import pytest
 import torch
 
-from tests.engine.kill_at_call import KillAtCall
+from tests.engine.kill_at_call import kill_then_resume
 from zoo.analysis.oversmoothing import directional_dirichlet_energy, mean_cosine_distance
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.node_trainer import train_node_classifier
@@ -182,16 +182,13 @@ def test_sampled_run_killed_inside_an_epoch_resumes_at_the_batch_to_the_same_res
     data = _toy_data()
     reference = train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "a", progress=False)
     per_epoch = -(-int(data.train_mask.sum()) // 8)  # batches of 8 training nodes
-    real = node_trainer.sampled_forward
-    monkeypatch.setattr(node_trainer, "sampled_forward", KillAtCall(real, at=5 * per_epoch + 3))
-    with pytest.raises(KeyboardInterrupt):
-        train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "b", progress=False, checkpoint_every=0)
-    saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)
+    saved, resumed, calls = kill_then_resume(
+        monkeypatch, node_trainer, "sampled_forward", 5 * per_epoch + 3,
+        lambda run_dir, **options: train_node_classifier(_sampled_recipe(), data, 1, run_dir, progress=False,
+                                                         **options),
+        tmp_path / "b")
     assert saved["state"]["epoch"] == 5 and saved["partial"]["trained"] == 2
-    counted = KillAtCall(real)
-    monkeypatch.setattr(node_trainer, "sampled_forward", counted)
-    resumed = train_node_classifier(_sampled_recipe(), data, 1, tmp_path / "b", progress=False)
-    assert counted.calls == 12 * per_epoch - (5 * per_epoch + 2)  # the two batches written are not trained again
+    assert calls == 12 * per_epoch - (5 * per_epoch + 2)  # the two batches written are not trained again
     assert [row["train_loss"] for row in resumed["curves"]] == [row["train_loss"] for row in reference["curves"]]
     assert resumed["final"] == reference["final"]
 
