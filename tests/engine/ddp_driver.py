@@ -4,12 +4,17 @@ functions in the test's process). Modes:
 * ``graph CSV CACHE OUT``: a tiny SigGate-GT without BatchNorm or dropout on a toy CSV;
   ``graph_gatedgcn``: the same with the GatedGCN local branch (BatchNorm inside; the last layer's
   edge update feeds nothing, so its parameters never get a gradient);
-* ``node OUT [STOP]``: a sampled LTGA-Edge (full neighbourhoods, no dropout) on a small synthetic
-  graph; with STOP, rank 0 is interrupted after epoch STOP's checkpoint (a killed job to resume);
+* ``node OUT [KILL]``: a sampled LTGA-Edge (full neighbourhoods, no dropout) on a small synthetic
+  graph; with KILL, rank 0 is interrupted at its KILL-th training batch (a killed job to resume);
+* ``resume CSV CACHE OUT``: with dropout (and ranks' generators that part ways), the graph and
+  the node run trained whole, then trained again with every rank interrupted at the same batch
+  inside epoch 1 and started again in this process (``OUT/{graph,node}_{whole,resumed}``; ``OUT/{graph,node}_killed.json``: the batches
+  of the epoch that ``last.pt`` held at the kill);
 * ``exit``: the exit after a collective that deadlocked torch 2.2's gloo teardown (see
   ``zoo.engine.distributed._shutdown``): the collective's tensors and work are dropped by Python
   first, so gloo's worker thread frees them, and the process exits at once without yielding the GIL.
 """
+import json
 import sys
 from pathlib import Path
 import dgl
@@ -19,9 +24,10 @@ import torch.distributed as dist
 from zoo.data import NodeData
 from zoo.data.csv_source import load_csv_dataset
 from zoo.data.synthetic import synthetic_sbm_graph
-from zoo.engine.distributed import init_from_env, load_once_per_machine, main_first, world
-from zoo.engine.graph_trainer import train_graph_model
-from zoo.engine.node_trainer import train_node_classifier
+from tests.engine.kill_at_call import KillAtCall
+from zoo.engine import graph_trainer, node_trainer
+from zoo.engine.distributed import barrier, init_from_env, is_main, load_once_per_machine, main_first, world
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY
 from zoo.engine.recipe import build_recipe
 
 NODE_RECIPE = {"dataset": "toy", "name": "toy_ltga_edge_sampled", "seeds": [0],
@@ -32,14 +38,17 @@ NODE_RECIPE = {"dataset": "toy", "name": "toy_ltga_edge_sampled", "seeds": [0],
                "train": {"sampler": {"fanouts": [-1, -1], "batch_size": 16, "eval_batch_size": 32}}}
 
 
-def graph_run(csv: Path, cache: Path, out: Path, local: str = "gine") -> dict:
+def graph_run(csv: Path, cache: Path, out: Path, local: str = "gine", dropout: float = 0.0,
+              checkpoint_every: float = CHECKPOINT_EVERY) -> dict:
+    """19 training graphs: batches of 8, 8 and 3 an epoch (4, 4 and 2 or 1 per rank with 2 ranks)."""
     with main_first():
         data = load_csv_dataset(csv, "smiles", ["a", "b"], split="random", cache_root=cache, progress=False)
     recipe = build_recipe({"dataset": "zinc_smiles", "name": "toy", "task": "graph_regression",
                            "model": {"name": "siggate_gt", "dim": 16, "heads": 2, "layers": 2, "local": local,
-                                     "pe": "none", "norm": "layer", "dropout": 0.0, "attn_dropout": 0.0},
+                                     "pe": "none", "norm": "layer", "dropout": dropout, "attn_dropout": dropout},
                            "optim": {"epochs": 3, "batch_size": 8, "lr": 0.01}})
-    return train_graph_model(recipe, data, seed=0, run_dir=out, progress=False)
+    return graph_trainer.train_graph_model(recipe, data, seed=0, run_dir=out, progress=False,
+                                           checkpoint_every=checkpoint_every)
 
 
 def node_data() -> NodeData:
@@ -51,10 +60,9 @@ def node_data() -> NodeData:
                     card={"metric": "accuracy"})
 
 
-def node_run(out: Path, stop: int | None = None) -> dict:
-    def interrupt(epoch, row):
-        if epoch == stop:
-            raise KeyboardInterrupt
+def node_run(out: Path, kill: int | None = None, dropout: float = 0.0) -> dict:
+    if kill is not None and is_main():
+        node_trainer.sampled_forward = KillAtCall(node_trainer.sampled_forward, at=kill)
 
     def load():  # leaves a mark of the rank that loaded
         out.mkdir(parents=True, exist_ok=True)
@@ -62,8 +70,46 @@ def node_run(out: Path, stop: int | None = None) -> dict:
         return node_data()
 
     data = load_once_per_machine(load)  # under torchrun: rank 1 attaches to rank 0's copy in shared memory
-    return train_node_classifier(build_recipe(NODE_RECIPE), data, seed=0, run_dir=out, progress=False,
-                                 on_epoch_end=interrupt, checkpoint_every=0)
+    recipe = {**NODE_RECIPE, "model": {**NODE_RECIPE["model"], "dropout": dropout, "attn_dropout": dropout}}
+    return node_trainer.train_node_classifier(build_recipe(recipe), data, seed=0, run_dir=out, progress=False,
+                                              checkpoint_every=0)
+
+
+def killed_and_resumed(module, name: str, at: int, train, out: Path, kind: str) -> None:
+    """``train(run_dir)`` with every rank interrupted at call ``at`` of ``module.name``, then again."""
+    real = getattr(module, name)
+    setattr(module, name, KillAtCall(real, at=at))
+    try:
+        train(out / f"{kind}_resumed")
+    except KeyboardInterrupt:
+        pass
+    setattr(module, name, real)
+    barrier()
+    if is_main():
+        partial = torch.load(out / f"{kind}_resumed" / "last.pt", weights_only=True)["partial"]
+        (out / f"{kind}_killed.json").write_text(json.dumps({"trained": partial["trained"]}))
+    train(out / f"{kind}_resumed")
+
+
+def drawing_per_rank(real):
+    """``real`` after drawing rank + 1 numbers from torch's generator, so the ranks' generators
+    part ways. Dropout alone may not do that: with MKL (as here) a mask takes one seed per call,
+    whatever its size; elsewhere one number per element."""
+    def call(*args):
+        torch.rand(world()[0] + 1)
+        return real(*args)
+    return call
+
+
+def resumed_runs(csv: Path, cache: Path, out: Path) -> None:
+    graph_trainer.rank_loss = drawing_per_rank(graph_trainer.rank_loss)
+    node_trainer.sampled_forward = drawing_per_rank(node_trainer.sampled_forward)
+    graph = lambda run_dir: graph_run(csv, cache, run_dir, dropout=0.3, checkpoint_every=0)  # noqa: E731
+    node = lambda run_dir: node_run(run_dir, dropout=0.3)  # noqa: E731
+    graph(out / "graph_whole")
+    killed_and_resumed(graph_trainer, "update", 5, graph, out, "graph")  # epoch 1's second step
+    node(out / "node_whole")
+    killed_and_resumed(node_trainer, "sampled_forward", 7, node, out, "node")  # epoch 1's third batch
 
 
 def exit_after_a_collective() -> None:
@@ -84,5 +130,7 @@ if __name__ == "__main__":
         graph_run(*paths, local="gatedgcn")
     elif mode == "node":
         node_run(paths[0], *map(int, sys.argv[3:]))
+    elif mode == "resume":
+        resumed_runs(*paths)
     else:
         exit_after_a_collective()

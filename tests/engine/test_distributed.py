@@ -129,12 +129,14 @@ def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_pat
     """Full neighbourhoods and no dropout: each rank's half of a batch (8 of 16 seeds; 6 of the last
     12) gives, averaged by DDP, the gradient of the single-process batch, so the curves agree up
     to float32 summation order (the per-rank means, then their average) over 16 Adam steps. The 2-rank job
-    is killed after epoch 1 (rank 0 interrupted, torchrun stops rank 1) and relaunched: it
-    resumes from rank 0's checkpoint to the uninterrupted single-process result. Rank 1 trains on
+    is killed inside epoch 1, after two of its four batches (rank 0 interrupted, torchrun stops
+    rank 1), and relaunched: it resumes from rank 0's checkpoint at the third batch, with the
+    epoch's loss sums of all ranks, to the uninterrupted single-process result. Rank 1 trains on
     rank 0's graph and tensors in shared memory (load_once_per_machine)."""
     single = _driver().node_run(tmp_path / "single")
-    assert "KeyboardInterrupt" in _torchrun("node", tmp_path / "ddp", 1, fails=True)
-    assert len(torch.load(tmp_path / "ddp" / "last.pt")["state"]["curves"]) == 2
+    assert "KeyboardInterrupt" in _torchrun("node", tmp_path / "ddp", 7, fails=True)
+    killed = torch.load(tmp_path / "ddp" / "last.pt", weights_only=True)
+    assert len(killed["state"]["curves"]) == 1 and killed["partial"]["trained"] == 2
     _torchrun("node", tmp_path / "ddp")
     ranked = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
     assert len(ranked["curves"]) == len(single["curves"]) == 4
@@ -155,6 +157,27 @@ def test_two_ranks_train_sampled_nodes_like_one_process_through_a_resume(tmp_pat
     assert not (tmp_path / "ddp" / "last.pt").exists()
     # the graph and its tensors were loaded by rank 0 alone; rank 1 attached to them in shared memory
     assert sorted(path.name for path in (tmp_path / "ddp").glob("loaded_by_*")) == ["loaded_by_rank0"]
+
+
+def test_two_ranks_with_dropout_resume_between_batches_to_the_uninterrupted_run(tmp_path):
+    """Each rank draws its own dropout masks, and ``last.pt`` holds rank 0's generators only. Both
+    ranks are interrupted at the same batch inside epoch 1 and train again (in one launch): the
+    graph and the node run end with the curves and weights of the runs trained whole. (When every
+    rank resumed with rank 0's generator, rank 1's masks after the resume were another run's.)"""
+    with open(tmp_path / "toy.csv", "w", newline="") as f:
+        csv.writer(f).writerows([["smiles", "a", "b"]] + [[s, len(s), i % 3] for i, s in enumerate(SMILES)])
+    _torchrun("resume", tmp_path / "toy.csv", tmp_path / "cache", tmp_path, timeout=2 * TIMEOUT)
+    for kind, trained in (("graph", 1), ("node", 2)):
+        assert json.loads((tmp_path / f"{kind}_killed.json").read_text()) == {"trained": trained}
+        whole, resumed = (json.loads((tmp_path / f"{kind}_{run}" / "metrics.json").read_text())
+                          for run in ("whole", "resumed"))
+        for key in ("train_loss", "val_loss"):
+            assert [row[key] for row in resumed["curves"]] == pytest.approx([row[key] for row in whole["curves"]],
+                                                                            rel=1e-6), (kind, key)
+        weights = [torch.load(tmp_path / f"{kind}_{run}" / "best.pt", weights_only=True)["model"]
+                   for run in ("whole", "resumed")]
+        for name, tensor in weights[0].items():
+            torch.testing.assert_close(weights[1][name], tensor, msg=f"{kind}: {name}")
 
 
 def test_a_rank_exiting_right_after_a_collective_does_not_hang():

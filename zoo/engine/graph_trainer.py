@@ -25,7 +25,7 @@ from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
 from zoo.engine.recipe import OptimConfig, Recipe
-from zoo.engine.reproducibility import seed_everything
+from zoo.engine.reproducibility import seed_everything, step_seed
 from zoo.models import create_model
 from zoo.models.capabilities import HasGPSLayers, HasPositionalEncodings
 
@@ -167,6 +167,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
                        unit="batch", mininterval=STEP_BAR_EVERY, initial=checkpoints.start, total=len(train_loader),
                        disable=not (progress and is_main()), dynamic_ncols=True)
         for step, (graphs, target) in enumerate(batches, start=checkpoints.start + 1):
+            if world()[1] > 1:  # this rank's dropout, the same after a resume (last.pt has rank 0's generator)
+                torch.manual_seed(step_seed(seed, epoch, world()[0], step))
             optimizer.zero_grad()
             graphs, target = graphs.to(device), target.to(device)
             loss = rank_loss(trained(graphs), target, data.task)

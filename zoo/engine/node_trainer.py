@@ -29,7 +29,7 @@ from zoo.engine.index_training import build_index_optimizer, index_trajectory, s
 from zoo.engine.metrics import classification_metrics
 from zoo.engine.node_sampling import LayerwiseInference, layerwise_forward, sampled_forward, shuffled_batches
 from zoo.engine.recipe import Recipe
-from zoo.engine.reproducibility import epoch_seed, seed_everything
+from zoo.engine.reproducibility import epoch_seed, seed_everything, step_seed
 from zoo.models import create_model
 from zoo.models.capabilities import HasLTGALayers
 
@@ -104,26 +104,29 @@ def train_node_classifier(
     else:
         train_nodes = masks["train"].nonzero().squeeze(1)
 
-        def train_epoch(epoch: int, checkpoints: BatchCheckpoints | None = None) -> dict:
+        def train_epoch(epoch: int, checkpoints: BatchCheckpoints) -> dict:
             trained.train()
-            start, carry = (checkpoints.start, checkpoints.carry) if checkpoints else (0, {})
-            if not start:  # inside an epoch, last.pt restored the generator as it was there
+            start, carry = checkpoints.start, checkpoints.carry
+            if world_size == 1 and not start:  # inside an epoch, last.pt restored the generator as it was there
                 torch.manual_seed(epoch_seed(seed, epoch, rank))  # dropout
             order = torch.Generator().manual_seed(epoch_seed(seed, epoch))  # the same on every rank
             total, count = carry.get("total", 0.0), carry.get("count", 0)
             batches = shuffled_batches(data.graph, train_nodes, sampler.fanouts, sampler.batch_size, order, rank,
                                        world_size)
-            batches = checkpoints.remaining(batches) if checkpoints else batches
+            batches = checkpoints.remaining(batches)
             for done, (input_nodes, output_nodes, blocks) in enumerate(batches, start=start + 1):
+                if world_size > 1:  # this rank's dropout, the same after a resume (last.pt has rank 0's generator)
+                    torch.manual_seed(step_seed(seed, epoch, rank, done))
                 for optimizer in optimizers:
                     optimizer.zero_grad()
                 logits = sampled_forward(trained, data.graph, blocks, data.features[input_nodes])
                 loss = F.cross_entropy(logits, data.labels[output_nodes])
                 step(loss, epoch)
-                total, count = total + float(loss) * len(output_nodes), count + len(output_nodes)
-                if checkpoints is not None:
-                    checkpoints.done(done, {"total": total, "count": count})
-            return {"train_loss": all_sum(total) / all_sum(count), **index_trajectory(model)}
+                # sums over the ranks: rank 0's last.pt carries them into a resumed epoch
+                total = total + all_sum(float(loss) * len(output_nodes))
+                count = count + all_sum(len(output_nodes))
+                checkpoints.done(done, {"total": total, "count": count})
+            return {"train_loss": total / count, **index_trajectory(model)}
 
         def predict() -> torch.Tensor:
             return layerwise_forward(model, data.graph, data.features, sampler.eval_batch_size, (rank, world_size))
@@ -133,7 +136,7 @@ def train_node_classifier(
                        evaluate=lambda: _evaluate_losses(model, predict, data, masks, main_metric), monitor="val_loss",
                        mode="min", desc=f"{recipe.name} seed {seed}", progress=progress, on_epoch_end=on_epoch_end,
                        checkpoint_every=checkpoint_every,
-                       batch_checkpoints=sampler is not None and world_size == 1)  # ranks' dropout differs
+                       batch_checkpoints=sampler is not None)
     model.load_state_dict(state["best_model"])
     model.eval()
     with torch.no_grad():
