@@ -8,14 +8,15 @@ functions in the test's process). Modes:
   graph; with KILL, rank 0 is interrupted at its KILL-th training batch (a killed job to resume);
 * ``resume CSV CACHE OUT``: with dropout (and ranks' generators that part ways), the graph and
   the node run trained whole, then trained again with every rank interrupted at the same batch
-  inside epoch 1 and started again in this process (``OUT/{graph,node}_{whole,resumed}``; ``OUT/{graph,node}_killed.json``: the batches
-  of the epoch that ``last.pt`` held at the kill);
+  inside epoch 1 and started again in this process (``OUT/{graph,node}_{whole,resumed}``;
+  ``OUT/{graph,node}_killed.json``: the batches of the epoch that ``last.pt`` held at the kill);
 * ``exit``: the exit after a collective that deadlocked torch 2.2's gloo teardown (see
   ``zoo.engine.distributed._shutdown``): the collective's tensors and work are dropped by Python
   first, so gloo's worker thread frees them, and the process exits at once without yielding the GIL.
 """
 import json
 import sys
+from functools import partial
 from pathlib import Path
 import dgl
 import torch
@@ -104,8 +105,8 @@ def drawing_per_rank(real):
 def resumed_runs(csv: Path, cache: Path, out: Path) -> None:
     graph_trainer.rank_loss = drawing_per_rank(graph_trainer.rank_loss)
     node_trainer.sampled_forward = drawing_per_rank(node_trainer.sampled_forward)
-    graph = lambda run_dir: graph_run(csv, cache, run_dir, dropout=0.3, checkpoint_every=0)  # noqa: E731
-    node = lambda run_dir: node_run(run_dir, dropout=0.3)  # noqa: E731
+    graph = partial(graph_run, csv, cache, dropout=0.3, checkpoint_every=0)
+    node = partial(node_run, dropout=0.3)
     graph(out / "graph_whole")
     killed_and_resumed(graph_trainer, "update", 5, graph, out, "graph")  # epoch 1's second step
     node(out / "node_whole")
