@@ -56,11 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", help="model compared against every other row by paired tests")
     parser.add_argument("--metric", default="main", help="main (each dataset's main metric) or a metric name")
     parser.add_argument("--split", default="test", choices=["test", "val"], help="split reported (default: test)")
-    parser.add_argument("--tuned", help="NAME=GLOB,...: one row per NAME picking, per dataset, the matching "
-                                        "model with the best mean validation main metric")
-    parser.add_argument("--oracle", help="NAME=GLOB,...: one row 'NAME (test oracle; not a baseline)' per NAME "
-                                         "picking, per dataset, the matching model with the best mean TEST main "
-                                         "metric; shown, never ranked or tested")
+    parser.add_argument("--tuned", action="append",
+                        help="NAME=GLOB,...: one row per NAME picking, per dataset, the matching model with the best "
+                             "mean validation main metric (may be repeated)")
+    parser.add_argument("--oracle", action="append",
+                        help="NAME=GLOB,...: one row 'NAME (test oracle; not a baseline)' per NAME picking, per "
+                             "dataset, the matching model with the best mean TEST main metric; shown, never ranked or "
+                             "tested (may be repeated)")
     parser.add_argument("--paper", choices=sorted(PAPERS),
                         help="set that paper's numbers beside ours (cited by table) and average / rank the "
                              "paper's datasets apart from the others")
@@ -89,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
-        tuned = parse_tuned(args.tuned) if args.tuned else None
+        tuned = parse_tuned(",".join(args.tuned)) if args.tuned else None
         tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
-        oracle = parse_tuned(args.oracle, "--oracle") if args.oracle else None
+        oracle = parse_tuned(",".join(args.oracle), "--oracle") if args.oracle else None
         if not 0 < args.alpha < 1:
             raise ReportError(f"alpha must lie in (0, 1), got {args.alpha}")
         table = report_table(args.paths, models, args.reference, args.metric, args.split, tuned, tune_seeds, oracle)

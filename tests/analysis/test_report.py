@@ -91,6 +91,11 @@ def test_cli_sets_the_ltga_paper_beside_ours_with_an_oracle_row(runs, capsys):
     assert "| avg (paper's datasets) | avg rank (paper's datasets) | avg (all datasets) | avg rank (all datasets) |" \
         in out
     assert "## Friedman test and Nemenyi critical difference: paper's datasets" in out
+    assert tool.main([str(runs), "--tuned", "q15=qfrozen_1.5", "--tuned", "q20=qfrozen_2.0"]) == 0
+    out = capsys.readouterr().out
+    assert "| q15 (tuned) |" in out and "| q20 (tuned) |" in out   # a repeated option adds rows, never replaces
+    assert tool.main([str(runs), "--tuned", "q=qfrozen_1.5", "--tuned", "q=qfrozen_2.0"]) == 2
+    assert "--tuned names the row 'q' twice" in capsys.readouterr().err
     assert tool.main([str(runs), "--oracle", "qfrozen"]) == 2
     assert "--oracle takes NAME=PATTERN items separated by commas, got 'qfrozen'" in capsys.readouterr().err
     assert tool.main([str(runs), "--paper", "ltga", "--split", "val"]) == 2

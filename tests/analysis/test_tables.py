@@ -137,6 +137,8 @@ def test_parse_tuned_and_its_errors():
     for bad in ("", "q=", "=q_*", "q=q_*,"):
         with pytest.raises(ReportError, match="--tuned takes NAME=PATTERN items"):
             parse_tuned(bad)
+    with pytest.raises(ReportError, match="names the row 'q' twice"):
+        parse_tuned("q=qfrozen_*,q=entmax_*")
 
 
 def test_order_datasets_paper_order_then_sorted():

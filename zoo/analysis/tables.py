@@ -52,6 +52,9 @@ def parse_tuned(spec: str | None, option: str = "--tuned") -> dict[str, str]:
         name, sep, pattern = (part.strip() for part in item.partition("="))
         if not (sep and name and pattern):
             raise ReportError(f"{option} takes NAME=PATTERN items separated by commas, got {item!r}")
+        if name in tuned:
+            raise ReportError(f"{option} names the row {name!r} twice ({tuned[name]!r} and {pattern!r}); "
+                              f"give each row one pattern")
         tuned[name] = pattern
     return tuned
 
