@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pruning", action="store_true",
                         help="append pruning validity in the paper's Table 5 layout (every-head label agreement)")
     parser.add_argument("--timing", action="store_true",
-                        help="append seconds per training epoch and minutes per seed, from each run's metrics.json")
+                        help="append seconds per training epoch, minutes per seed and the selected (best) epoch, "
+                             "counting seeds still improving at their last epoch, from each run's metrics.json")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     parser.add_argument("--holm", default="dataset", choices=list(HOLM_FAMILIES),
                         help="Holm family of the paired tests: dataset (within each dataset, default) or table "

@@ -1,7 +1,8 @@
-"""Training time per (model, dataset), read from what each finished run recorded.
+"""Training time and schedule per (model, dataset), read from what each finished run recorded.
 
 Each run's ``metrics.json`` holds ``train_seconds`` (wall clock of the training steps summed over
-epochs, evaluation excluded, kept across resumes) and ``epochs_run``; its ``environment.json``
+epochs, evaluation excluded, kept across resumes), ``epochs_run`` and ``best_epoch``: a seed
+whose best epoch is its last was still improving when the schedule ended. Its ``environment.json``
 holds ``torch_threads`` as of the run's last start or resume. The times are whatever the machine
 gave the run, so compare rows that ran under the same load only.
 
@@ -26,12 +27,15 @@ def _seed_row(path: Path) -> dict | None:
         return None
     environment = path / "environment.json"
     threads = json.loads(environment.read_text()).get("torch_threads") if environment.exists() else None
-    return {"epochs": epochs, "seconds": seconds, "per_epoch": seconds / epochs, "threads": threads}
+    best = metrics.get("best_epoch")
+    return {"epochs": epochs, "seconds": seconds, "per_epoch": seconds / epochs, "threads": threads,
+            "best": best, "best_is_last": best is not None and best == epochs - 1}
 
 
 def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, dataset): seeds ``n``, thread counts, mean epochs, seconds per epoch
-    (median, min, max over seeds) and mean training minutes per seed.
+    (median, min, max over seeds), mean training minutes per seed, the range of the best (selected)
+    epoch and how many seeds selected their last epoch.
 
     ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read).
 
@@ -48,16 +52,32 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
         "per_epoch_median": groups.per_epoch.median(),
         "per_epoch_min": groups.per_epoch.min(),
         "per_epoch_max": groups.per_epoch.max(),
-        "minutes": groups.seconds.mean() / 60})
+        "minutes": groups.seconds.mean() / 60,
+        "best_min": groups.best.min(),
+        "best_max": groups.best.max(),
+        "best_is_last": groups.best_is_last.sum(),
+        "best_known": groups.best.count()})
     order = {name: i for i, name in enumerate(order_datasets(table.index.get_level_values("dataset")))}
     return table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
 
 
 def render_timing(table: pd.DataFrame) -> str:
     """The timing table as Markdown."""
-    header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed"]
+    header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed",
+              "best epoch", "best = last"]
     rows = [[model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
-             f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}"]
+             f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}", _best_range(row),
+             "-" if pd.isna(row.best_min) else f"{int(row.best_is_last)} of {int(row.best_known)}"]
             for (model, dataset), row in table.iterrows()]
-    return "\n".join(markdown_table(header, rows) + ["", "Training steps only (evaluation excluded), wall clock as each run recorded it "
-                                  "in metrics.json, under whatever else the machine ran at the time."]) + "\n"
+    return "\n".join(markdown_table(header, rows) + [
+        "", "Training steps only (evaluation excluded), wall clock as each run recorded it in metrics.json, under "
+            "whatever else the machine ran at the time. best epoch: the range (0-based) of the epoch each seed "
+            "selected; best = last: seeds whose best epoch is the last they ran, still improving when the "
+            "schedule ended."]) + "\n"
+
+
+def _best_range(row) -> str:
+    if pd.isna(row.best_min):
+        return "-"
+    low, high = int(row.best_min), int(row.best_max)
+    return str(low) if low == high else f"{low}-{high}"
