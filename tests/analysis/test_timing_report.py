@@ -10,13 +10,14 @@ from zoo.analysis.timing_report import render_timing, timing_table
 
 
 def write_run(root: Path, dataset: str, seed: int, seconds: float | None, epochs: int, threads: int | None,
-              best: int | None = None) -> None:
+              best: int | None = None, **extra) -> None:
     run = root / f"{dataset}_gat" / "0123456789"
     (run / f"seed{seed}").mkdir(parents=True, exist_ok=True)
     (run / "config.yaml").write_text(yaml.safe_dump({"name": f"{dataset}_gat", "dataset": dataset,
                                                      "model": {"name": "gat"}}))
     block = {"accuracy": 0.5}
-    metrics = {"seed": seed, "main_metric": "accuracy", "final": {"val": block, "test": block}, "epochs_run": epochs}
+    metrics = {"seed": seed, "main_metric": "accuracy", "final": {"val": block, "test": block}, "epochs_run": epochs,
+               **extra}
     if seconds is not None:
         metrics["train_seconds"] = seconds
     if best is not None:
@@ -42,8 +43,34 @@ def test_per_epoch_seconds_over_seeds(tmp_path):
     cora = table.loc[("gat", "cora")]
     assert cora.n == 1 and cora.threads == "-" and cora.per_epoch_median == pytest.approx(2.0)
     text = render_timing(table)
-    assert "| gat | texas | 3 | 1,2 | 17 | 2.00 | 1.00-3.00 | 0.5 | 3-19 | 2 of 3 |" in text
-    assert "| gat | cora | 1 | - | 3 | 2.00 | 2.00-2.00 | 0.1 | - | - |" in text   # no best_epoch recorded
+    assert "| gat | texas | 3 | 1,2 | 17 | 2.00 | 1.00-3.00 | 0.5 | 3-19 | 2 of 3 | - |" in text
+    assert "| gat | cora | 1 | - | 3 | 2.00 | 2.00-2.00 | 0.1 | - | - | - |" in text   # no best_epoch recorded
+
+
+def curve(name: str, values: list[float]) -> list[dict]:
+    return [{"epoch": epoch, "train_loss": 9.0, name: value} for epoch, value in enumerate(values)]
+
+
+def test_last_epoch_gain_over_the_best_earlier_epoch(tmp_path):
+    # recorded monitor, lower is better: the best earlier loss is 0.50, the last 0.45: 10 %
+    write_run(tmp_path, "texas", 0, 4.0, 4, 1, best=3, monitor="val_loss",
+              curves=curve("val_loss", [0.8, 0.5, 0.6, 0.45]))
+    # no monitor recorded and no split_source (a node run): val_loss, 0.40 -> 0.396: 1 %
+    write_run(tmp_path, "texas", 1, 4.0, 4, 1, best=3,
+              curves=[{**row, "val_accuracy": 0.1 * row["epoch"]} for row in curve("val_loss", [0.9, 0.4, 0.5, 0.396])])
+    # best epoch not the last: no gain
+    write_run(tmp_path, "texas", 2, 4.0, 4, 1, best=1, monitor="val_loss", curves=curve("val_loss", [0.9, 0.4, 0.5, 0.6]))
+    # a graph run written before 'monitor' (it records split_source): val_<main_metric>, higher is better:
+    # 0.80 -> 0.82 is 2.5 %
+    write_run(tmp_path, "molhiv", 0, 4.0, 4, 1, best=3, split_source="scaffold", main_metric="roc_auc",
+              curves=curve("val_roc_auc", [0.70, 0.80, 0.75, 0.82]))
+    table = timing_table(collect_runs(tmp_path))
+    texas = table.loc[("gat", "texas")]
+    assert (texas.last_gain_min, texas.last_gain_max) == pytest.approx((0.01, 0.1))
+    assert table.loc[("gat", "molhiv"), "last_gain_min"] == pytest.approx(0.025)
+    text = render_timing(table)
+    assert "| 0.1 | 1-3 | 2 of 3 | 1.00-10.00% |" in text
+    assert "| 0.1 | 3 | 1 of 1 | 2.50% |" in text
 
 
 def test_no_recorded_time_is_an_error(tmp_path):

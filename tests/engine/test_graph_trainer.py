@@ -29,7 +29,7 @@ def test_selects_the_best_validation_epoch(esol, tmp_path):
     metrics = train_graph_model(_recipe(), esol, 0, tmp_path, progress=False)
     curves = metrics["curves"]
     best = min(curves, key=lambda row: row["val_mae"])
-    assert metrics["best_epoch"] == best["epoch"] and len(curves) == 4
+    assert metrics["best_epoch"] == best["epoch"] and len(curves) == 4 and metrics["monitor"] == "val_mae"
     assert metrics["final"]["val"]["mae"] == pytest.approx(best["val_mae"], rel=1e-5)
     assert json.loads((tmp_path / "metrics.json").read_text())["final"] == metrics["final"]
     assert (tmp_path / "best.pt").exists() and not (tmp_path / "last.pt").exists()

@@ -41,8 +41,8 @@ def test_run_writes_metrics_and_checkpoint(tmp_path):
     assert set(metrics["final"]) == {"train", "val", "test"}
     assert (tmp_path / "best.pt").exists() and not (tmp_path / "last.pt").exists()
     assert any((tmp_path / "tensorboard").iterdir())
-    best = min(metrics["curves"], key=lambda row: row["val_loss"])
-    assert metrics["best_epoch"] == best["epoch"]
+    best = min(metrics["curves"], key=lambda row: row[metrics["monitor"]])
+    assert metrics["best_epoch"] == best["epoch"] and metrics["monitor"] == "val_loss"
     # the final val loss is the best epoch's val loss: the best weights were restored
     assert metrics["final"]["val"]["nll"] == pytest.approx(best["val_loss"], rel=1e-5)
 

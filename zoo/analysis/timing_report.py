@@ -4,7 +4,10 @@ Each run's ``metrics.json`` holds ``train_seconds`` (wall clock of the training 
 epochs, evaluation excluded, kept across resumes), ``epochs_run`` and ``best_epoch``: a seed
 whose best epoch is its last was still improving when the schedule ended. Its ``environment.json``
 holds ``torch_threads`` as of the run's last start or resume. The times are whatever the machine
-gave the run, so compare rows that ran under the same load only.
+gave the run, so compare rows that ran under the same load only. For a seed whose best epoch is its
+last, the "last-epoch gain" is how much that epoch improved the monitored validation value over the
+best of all earlier epochs, relative to it: a large gain means the run was still learning, a gain
+of a fraction of a percent that the schedule had settled.
 
     python tools/report.py runs/ltga --timing
 """
@@ -17,7 +20,7 @@ import pandas as pd
 
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError, per_seed_rows
-from zoo.analysis.tables import order_datasets
+from zoo.analysis.tables import LOWER_IS_BETTER, order_datasets
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -28,14 +31,31 @@ def _seed_row(path: Path) -> dict | None:
     environment = path / "environment.json"
     threads = json.loads(environment.read_text()).get("torch_threads") if environment.exists() else None
     best = metrics.get("best_epoch")
+    best_is_last = best is not None and best == epochs - 1
     return {"epochs": epochs, "seconds": seconds, "per_epoch": seconds / epochs, "threads": threads,
-            "best": best, "best_is_last": best is not None and best == epochs - 1}
+            "best": best, "best_is_last": best_is_last,
+            "last_gain": _last_epoch_gain(metrics, best) if best_is_last else None}
+
+
+def _last_epoch_gain(metrics: dict, best: int) -> float | None:
+    """Relative improvement of the monitored value at epoch ``best`` over the best earlier epoch.
+
+    The monitor is ``metrics["monitor"]``. Runs written before the trainers recorded it monitored
+    ``val_<main_metric>`` if they are graph-property runs (they record ``split_source``) and
+    ``val_loss`` otherwise (node runs)."""
+    monitor = metrics.get("monitor") or (f"val_{metrics['main_metric']}" if "split_source" in metrics else "val_loss")
+    values = [row[monitor] for row in metrics.get("curves") or [] if monitor in row]
+    if best == 0 or len(values) != best + 1:
+        return None
+    lower = monitor.removeprefix("val_") in LOWER_IS_BETTER
+    earlier = min(values[:-1]) if lower else max(values[:-1])
+    return (earlier - values[-1] if lower else values[-1] - earlier) / abs(earlier)
 
 
 def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, dataset): seeds ``n``, thread counts, mean epochs, seconds per epoch
     (median, min, max over seeds), mean training minutes per seed, the range of the best (selected)
-    epoch and how many seeds selected their last epoch.
+    epoch, how many seeds selected their last epoch, and the range of those seeds' last-epoch gain.
 
     ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read).
 
@@ -56,7 +76,9 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
         "best_min": groups.best.min(),
         "best_max": groups.best.max(),
         "best_is_last": groups.best_is_last.sum(),
-        "best_known": groups.best.count()})
+        "best_known": groups.best.count(),
+        "last_gain_min": groups.last_gain.min(),
+        "last_gain_max": groups.last_gain.max()})
     order = {name: i for i, name in enumerate(order_datasets(table.index.get_level_values("dataset")))}
     return table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
 
@@ -64,16 +86,18 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
 def render_timing(table: pd.DataFrame) -> str:
     """The timing table as Markdown."""
     header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed",
-              "best epoch", "best = last"]
+              "best epoch", "best = last", "last-epoch gain"]
     rows = [[model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
              f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}", _best_range(row),
-             "-" if pd.isna(row.best_min) else f"{int(row.best_is_last)} of {int(row.best_known)}"]
+             "-" if pd.isna(row.best_min) else f"{int(row.best_is_last)} of {int(row.best_known)}",
+             _gain_range(row)]
             for (model, dataset), row in table.iterrows()]
     return "\n".join(markdown_table(header, rows) + [
         "", "Training steps only (evaluation excluded), wall clock as each run recorded it in metrics.json, under "
             "whatever else the machine ran at the time. best epoch: the range (0-based) of the epoch each seed "
             "selected; best = last: seeds whose best epoch is the last they ran, still improving when the "
-            "schedule ended."]) + "\n"
+            "schedule ended; last-epoch gain: by how much (range over those seeds) their last epoch improved "
+            "the monitored validation value over the best earlier epoch."]) + "\n"
 
 
 def _best_range(row) -> str:
@@ -81,3 +105,10 @@ def _best_range(row) -> str:
         return "-"
     low, high = int(row.best_min), int(row.best_max)
     return str(low) if low == high else f"{low}-{high}"
+
+
+def _gain_range(row) -> str:
+    if pd.isna(row.last_gain_min):
+        return "-"
+    low, high = 100 * row.last_gain_min, 100 * row.last_gain_max
+    return f"{low:.2f}%" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f}%"

@@ -172,7 +172,8 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
                            progress=False, on_epoch_end=end_of_epoch, checkpoint_every=checkpoint_every)
         model.load_state_dict(state["best_model"])
         final = {part: evaluate(model, graph, split[part], sampler.eval_batch_size) for part in ("val", "test")}
-        metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "best_epoch": state["best_epoch"],
+        metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "monitor": "val_loss",
+                   "best_epoch": state["best_epoch"],
                    "epochs_run": state["epoch"], "stopped_early": state["stopped_early"],
                    "train_seconds": state["train_seconds"], "curves": state["curves"], "final": final}
         if not is_main():

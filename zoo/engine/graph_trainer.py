@@ -194,9 +194,10 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         return row
 
     optimizers = [optimizer] if index_optimizer is None else [optimizer, index_optimizer]
+    monitor = f"val_{metric}"
     state = run_epochs(model=model, optimizers=optimizers, schedulers=schedulers, run_dir=run_dir,
                        epochs=optim.epochs, patience=optim.patience, train_epoch=train_epoch, evaluate=evaluate,
-                       monitor=f"val_{metric}", mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
+                       monitor=monitor, mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
                        progress=progress, on_epoch_end=on_epoch_end, checkpoint_every=checkpoint_every,
                        batch_checkpoints=True)
     model.load_state_dict(state["best_model"])
@@ -211,7 +212,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
                     run_dir / "best.pt")
     diagnostics = _gate_diagnostics(model.cpu(), loaders, "test", run_dir)
     metrics = {
-        "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric,
+        "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric, "monitor": monitor,
         "split_source": data.split_source, "split_sizes": data.sizes,
         "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
         "stopped_early": state["stopped_early"], "num_parameters": sum(p.numel() for p in model.parameters()),

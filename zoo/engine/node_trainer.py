@@ -155,6 +155,7 @@ def train_node_classifier(
         "split": data.split,
         "dataset": recipe.dataset,
         "main_metric": main_metric,
+        "monitor": "val_loss",
         "best_epoch": state["best_epoch"],
         "epochs_run": state["epoch"],
         "stopped_early": state["stopped_early"],
