@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -50,9 +51,12 @@ def test_kill_stops_a_training_run_with_the_resume_hint_and_it_resumes(offline_e
     assert child.returncode == 130 and "rerun the same command to resume" in err
     (last,) = tmp_path.rglob("last.pt")
     again = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    watchdog = threading.Timer(120, again.kill)  # a hang before the first line ends readline with EOF
+    watchdog.start()
     try:
         first = again.stdout.readline()  # the resume line comes before the first epoch's output
     finally:
+        watchdog.cancel()
         again.terminate()
         again.communicate(timeout=60)
     assert first.startswith(f"resuming {last.parent} from epoch ")
