@@ -67,8 +67,23 @@ def test_a_recipe_with_no_finished_seed_is_not_estimated(tmp_path, recipes):
     assert [(row.state, row.left) for row in rows] == [("to run", None), ("to run", None)]
     text = format_status(rows)
     assert "texas_gcn  -         -     -          0-1     ?" in text
-    assert "Training time left: not estimated, no recipe has a finished seed yet." in text
+    assert "Training time left: not estimated, no recipe has a finished seed or a whole epoch under way yet." in text
     assert not (tmp_path / recipe.name).exists()  # looking creates nothing
+
+
+def test_with_no_finished_seed_the_seeds_under_way_set_the_pace(tmp_path, recipes):
+    recipe, _ = recipes
+    epochs = recipe.optim.epochs
+    base = run_folder(recipe, tmp_path)
+    (base / "seed0").mkdir(parents=True)  # 4 epochs at 10 s: a whole run of 10 * epochs seconds
+    save_checkpoint({"state": {"epoch": 4, "train_seconds": 40.0}}, base / "seed0" / "last.pt")
+    (base / "seed1").mkdir()  # 30 s into its first epoch
+    save_checkpoint({"state": {"epoch": 0, "train_seconds": 0.0}, "partial": {"trained": 5, "seconds": 30.0}},
+                    base / "seed1" / "last.pt")
+    rows = {row.seed: row for row in sweep_status([recipe], tmp_path, seeds=[0, 1, 2])}
+    assert rows[0].left == pytest.approx(10.0 * (epochs - 4))
+    assert rows[1].left == pytest.approx(10.0 * epochs - 30.0)
+    assert (rows[2].state, rows[2].left) == ("to run", pytest.approx(10.0 * epochs))
 
 
 def test_table_lists_seed_ranges_and_totals():
@@ -81,7 +96,7 @@ def test_table_lists_seed_ranges_and_totals():
     assert lines[5] == "Training time left: 2.1 h."
     rows.append(SeedStatus("c", 0, "to run", 10))
     assert format_status(rows).splitlines()[6] == ("Training time left: 2.1 h for 6 runs; 1 runs of recipes with no "
-                                                   "finished seed are not estimated.")
+                                                   "finished seed and no whole epoch under way are not estimated.")
 
 
 def test_status_flag_trains_nothing(offline_env, tmp_path, capsys):

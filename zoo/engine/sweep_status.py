@@ -6,8 +6,9 @@ Times are ``train_seconds`` (the training steps' wall clock, evaluation not incl
 carry the load of the machine they ran on. A seed under way is extrapolated from its own pace
 over the epochs it has left, less the seconds a write between batches has spent on the current
 one (an upper bound when early stopping ends it sooner); a seed with no whole epoch yet, or still
-to run, takes the mean of its recipe's finished seeds less what it has spent, and is not
-estimated when none has finished.
+to run, takes the mean of its recipe's finished seeds less what it has spent. A recipe with no
+finished seed takes the mean of its seeds under way, each projected to its whole schedule at its
+own pace; a recipe with neither is not estimated.
 """
 from __future__ import annotations
 
@@ -67,6 +68,8 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
                 own.append(SeedStatus(recipe.name, seed, "under way" if seed_dir.exists() else "to run", epochs,
                                       epoch=0 if seed_dir.exists() else None))
         paces = [row.seconds for row in own if row.state == "finished" and row.seconds is not None]
+        if not paces:  # the projected whole runs of the seeds under way (whole epochs trained)
+            paces = [row.seconds + row.left for row in own if row.state == "under way" and row.left is not None]
         for row in own:
             if row.left is None:  # no whole epoch trained yet
                 row.left = max(sum(paces) / len(paces) - (row.seconds or 0.0), 0.0) if paces else None
@@ -85,7 +88,7 @@ def format_status(rows: list[SeedStatus]) -> str:
     <BLANKLINE>
     3 runs: 1 finished, 0 twin, 1 under way, 1 to run.
     Training time left: 1.7 h.
-    (train_seconds, at the pace of each recipe's finished seeds; evaluation not included)
+    (train_seconds, at the pace of each recipe's finished seeds, or of its seeds under way when none has finished; evaluation not included)
     """
     names = list(dict.fromkeys(row.recipe for row in rows))
     header = ["recipe", "finished", "twin", "under way", "to run", "hours left"]
@@ -107,11 +110,13 @@ def format_status(rows: list[SeedStatus]) -> str:
     unknown = sum(row.left is None for row in rows)
     left = f"Training time left: {_hours([row.left for row in rows if row.left is not None])} h"
     if unknown == len(rows):
-        left = "Training time left: not estimated, no recipe has a finished seed yet"
+        left = "Training time left: not estimated, no recipe has a finished seed or a whole epoch under way yet"
     elif unknown:
-        left += f" for {len(rows) - unknown} runs; {unknown} runs of recipes with no finished seed are not estimated"
+        left += f" for {len(rows) - unknown} runs; {unknown} runs of recipes with no finished seed and no whole epoch " \
+                "under way are not estimated"
     lines += ["", f"{len(rows)} runs: {counts}.", left + ".",
-              "(train_seconds, at the pace of each recipe's finished seeds; evaluation not included)"]
+              "(train_seconds, at the pace of each recipe's finished seeds, or of its seeds under way when none has "
+              "finished; evaluation not included)"]
     return "\n".join(lines)
 
 
