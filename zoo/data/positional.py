@@ -56,7 +56,6 @@ DEGENERATE_TOL = 1e-6
 """Eigenvalues closer than this (absolute; the spectrum lies in [0, 2]) form one eigenspace."""
 _PIVOT_TOL = 1e-4
 DENSE_MAX_NODES = 2000
-PE_KEYS = ("lap_eigvec", "lap_eigval", "rwse")
 
 
 @dataclass(frozen=True)
