@@ -49,7 +49,7 @@ def _last_epoch_gain(metrics: dict, best: int) -> float | None:
         return None
     lower = monitor.removeprefix("val_") in LOWER_IS_BETTER
     earlier = min(values[:-1]) if lower else max(values[:-1])
-    if earlier == 0:  # no relative gain over a perfect score
+    if earlier == 0:  # a gain relative to zero is undefined
         return None
     return (earlier - values[-1] if lower else values[-1] - earlier) / abs(earlier)
 
