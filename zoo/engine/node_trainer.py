@@ -33,6 +33,9 @@ from zoo.engine.reproducibility import epoch_seed, seed_everything, step_seed
 from zoo.models import create_model
 from zoo.models.capabilities import HasLTGALayers
 
+MONITOR = "val_loss"
+"""Node runs select the epoch of the lowest validation loss (recorded in ``metrics.json``)."""
+
 
 def train_node_classifier(
     recipe: Recipe,
@@ -133,7 +136,7 @@ def train_node_classifier(
 
     state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
                        patience=recipe.optim.patience, train_epoch=train_epoch,
-                       evaluate=lambda: _evaluate_losses(model, predict, data, masks, main_metric), monitor="val_loss",
+                       evaluate=lambda: _evaluate_losses(model, predict, data, masks, main_metric), monitor=MONITOR,
                        mode="min", desc=f"{recipe.name} seed {seed}", progress=progress, on_epoch_end=on_epoch_end,
                        checkpoint_every=checkpoint_every,
                        batch_checkpoints=sampler is not None)
@@ -155,7 +158,7 @@ def train_node_classifier(
         "split": data.split,
         "dataset": recipe.dataset,
         "main_metric": main_metric,
-        "monitor": "val_loss",
+        "monitor": MONITOR,
         "best_epoch": state["best_epoch"],
         "epochs_run": state["epoch"],
         "stopped_early": state["stopped_early"],
