@@ -1,9 +1,15 @@
 """zoo.engine.allocator: glibc told to keep freed memory, unless the user chose otherwise.
 
-The reference for "kept" is glibc's own behaviour with its defaults: the same training steps, in
-a fresh process each, counted in minor page faults (the cost the setting removes)."""
+The reference for "kept" is glibc's own behaviour with its defaults in a fresh process, read from
+glibc's allocator bookkeeping (``mallinfo2``), never from page-fault counts or times: those differ
+between machines, and ``python tools/benchmark.py allocator`` is where they are measured."""
+import ctypes
 import json
+import os
 import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +18,7 @@ from zoo.engine import allocator
 from zoo.engine.environment import environment
 
 GLIBC = platform.libc_ver()[0] == "glibc"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("environ, named", [
@@ -35,13 +42,57 @@ def test_another_c_library_is_left_alone(monkeypatch):
     assert allocator.keep_freed_memory({}) == "left as set (C library musl, not glibc)"
 
 
+# A fresh process mallocs 16 MiB, reads glibc's mallinfo2 while it holds the block and after
+# freeing it, and prints the three readings; "kept" calls keep_freed_memory first, "default" does not
+# import the zoo at all, so it is glibc's own behaviour.
+_PROBE = """
+import ctypes, json, sys
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype, libc.malloc.restype, libc.free.argtypes = Info, ctypes.c_void_p, [ctypes.c_void_p]
+if sys.argv[1] == "kept":
+    from zoo.engine.allocator import keep_freed_memory
+    keep_freed_memory({})
+def info():
+    m = libc.mallinfo2()
+    return {"heap": m.arena, "heap_free": m.fordblks, "mmapped": m.hblkhd}
+before = info(); block = libc.malloc(16 << 20); held = info(); libc.free(block); after = info()
+print(json.dumps([before, held, after]))
+"""
+BLOCK = 16 << 20
+
+
+def _probe(setting: str) -> list[dict]:
+    done = subprocess.run([sys.executable, "-c", _PROBE, setting], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(not GLIBC or not hasattr(ctypes.CDLL("libc.so.6"), "mallinfo2"), reason="glibc 2.33+ only")
+def test_a_freed_block_stays_with_the_process_where_glibc_defaults_unmap_it():
+    """glibc's documented defaults (mmap threshold 128 KiB, dynamic up to 32 MiB): a 16 MiB block is
+    mmapped and unmapped on free. Kept: it comes from the heap, and after free the heap keeps it as
+    free space for the next step (not trimmed). Allocator bookkeeping, so no machine's timing or
+    rounding enters."""
+    before, held, after = _probe("default")
+    assert held["mmapped"] - before["mmapped"] >= BLOCK and after["mmapped"] == before["mmapped"], (before, held, after)
+    before, held, after = _probe("kept")
+    assert held["mmapped"] == before["mmapped"], (before, held, after)
+    assert after["heap"] == held["heap"] and after["heap_free"] - held["heap_free"] >= BLOCK, (before, held, after)
+
+
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt only")
-def test_kept_memory_takes_far_fewer_page_faults_than_glibc_defaults(capsys):
-    """``benchmark.py allocator`` at a tiny size: two fresh processes, the same SigGate-GT training
-    steps; with the setting, the steps reuse freed memory instead of faulting it back in."""
-    rows = allocator_benchmark.run(pairs=1, steps=3, batch_size=4)
+def test_the_benchmark_compares_fresh_default_and_kept_processes(capsys):
+    """``benchmark.py allocator`` at a tiny size: one pair of fresh processes, the first with glibc's
+    defaults, the second with the setting. Page faults and times are printed, not asserted: they
+    depend on the machine (the kept setting pays off at the paper's batch, not at 4 molecules)."""
+    rows = allocator_benchmark.run(pairs=1, steps=1, batch_size=4)
     out = capsys.readouterr().out
-    faults = {row["setting"].split(":")[0]: row["faults"] for row in rows}
-    assert set(faults) == {"glibc defaults (keep_freed_memory not called)", "glibc mallopt"}, rows
-    assert faults["glibc mallopt"] < faults["glibc defaults (keep_freed_memory not called)"] / 2, json.dumps(rows)
+    assert [row["setting"] for row in rows] == [
+        "glibc defaults (keep_freed_memory not called)",
+        f"glibc mallopt: mmap_threshold {allocator.MMAP_THRESHOLD}, trim_threshold {allocator.TRIM_THRESHOLD}"]
+    assert all(row["ms"] > 0 and row["faults"] >= 0 for row in rows), rows
     assert "| 0 | default |" in out and "| 0 | kept |" in out and "kept / default step time: median" in out
