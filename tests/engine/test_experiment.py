@@ -63,7 +63,9 @@ def test_random_split_cards_load_once_per_seed(tmp_path, monkeypatch):
     def train(recipe, data, seed, seed_dir, **kwargs):
         assert data == f"data{seed}"
         final = {"val": {"rmse": 1.0}, "test": {"rmse": 2.0}}
-        return {"seed": seed, "split": seed, "main_metric": "rmse", "num_parameters": 1, "best_epoch": 1, "final": final}
+        metrics = {"seed": seed, "split": seed, "main_metric": "rmse", "num_parameters": 1, "best_epoch": 1, "final": final}
+        (seed_dir / "metrics.json").write_text(json.dumps(metrics))  # as the trainers do
+        return metrics
 
     monkeypatch.setattr(experiment, "load_graph_dataset", load)
     monkeypatch.setattr(experiment, "train_graph_model", train)
@@ -161,3 +163,18 @@ def test_a_recipe_that_fails_does_not_stop_the_sweep(monkeypatch, capsys):
     with pytest.raises(KeyboardInterrupt):
         monkeypatch.setattr(experiment, "run_recipe", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
         experiment.run_sweep([b])
+
+
+def test_summary_json_covers_every_finished_seed_while_the_return_covers_those_asked_for(tmp_path, monkeypatch):
+    """Two invocations over different seeds of one recipe (a sweep over seeds 0-1 beside one over
+    seed 2): the folder's summary.json has all three, hand-computed; each return has its own."""
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", _counting_trainer([]))
+    recipe = build_recipe({**GCN, "seeds": [0, 1, 2]})
+    out = tmp_path / "runs"
+    assert experiment.run_recipe(recipe, out, seeds=[2])["seeds"] == [2]
+    first = experiment.run_recipe(recipe, out, seeds=[0, 1])
+    assert first["seeds"] == [0, 1] and first["metrics"]["test"]["accuracy"]["mean"] == 0.75
+    written = json.loads((experiment.run_folder(recipe, out) / "summary.json").read_text())
+    assert written["seeds"] == [0, 1, 2] and written["metrics"]["test"]["accuracy"]["values"] == [0.25, 1.25, 2.25]
+    assert written["metrics"]["test"]["accuracy"]["mean"] == 1.25 and written["metrics"]["test"]["accuracy"]["n"] == 3

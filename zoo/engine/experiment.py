@@ -37,7 +37,9 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     finished under ``out`` is copied from it, not retrained, unless ``force``. A seed folder that
     another process is training raises :class:`~zoo.engine.run_lock.RunBusyError`.
 
-    Returns the summary (mean and sd of every final metric) also written to ``summary.json``.
+    Returns the summary (mean and sd of every final metric) of the seeds asked for. The config
+    folder's ``summary.json`` covers every seed finished there, those of other invocations too
+    (a sweep over seeds 0-3 beside one over seed 4), so it never shows fewer seeds than exist.
     Launched by torchrun, graph tasks and sampled node tasks (``train.sampler``) train
     data-parallel and only rank 0 writes and prints (other ranks return an empty dict); full-batch
     node classification refuses to. ``device``: ``cpu``
@@ -107,12 +109,21 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     barrier()  # every seed's files are written before any rank reads them (e.g. tools/tune.py)
     if not rank0:
         return {}
-    summary = {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],
-               "main_metric": runs[0]["main_metric"], "metrics": summarize_seeds(runs)}
-    write_json(summary, base / "summary.json")
+    summary = _summary(recipe, runs)
+    write_json(_summary(recipe, _finished_runs(base)), base / "summary.json")
     print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}")
     print(format_summary(summary["metrics"]))
     return summary
+
+
+def _summary(recipe: Recipe, runs: list[dict]) -> dict:
+    return {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],
+            "main_metric": runs[0]["main_metric"], "metrics": summarize_seeds(runs)}
+
+
+def _finished_runs(base: Path) -> list[dict]:
+    """The metrics of every finished seed in a config folder, in seed order."""
+    return sorted((json.loads(path.read_text()) for path in base.glob("seed*/metrics.json")), key=lambda r: r["seed"])
 
 
 def finished_twin(base: Path, seed_name: str) -> Path | None:
@@ -174,8 +185,7 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
 
     ``order="recipe"`` trains every seed of a recipe before the next recipe; ``order="seed"`` trains
     seed ``k`` of every recipe before seed ``k + 1`` of any, so a sweep cut short (a study spread
-    over several sessions) leaves the same seeds of every recipe: paired rows. Each recipe's
-    ``summary.json`` then covers all of its seeds finished so far.
+    over several sessions) leaves the same seeds of every recipe: paired rows.
 
     Returns ``{recipe name: summary}``, or the error message for recipes that could not run: a
     missing dataset skips a recipe, and any other error but an unreadable checkpoint or a seed that
