@@ -5,7 +5,6 @@ glibc's allocator bookkeeping (``mallinfo2``), never from page-fault counts or t
 between machines, and ``python tools/benchmark.py allocator`` is where they are measured."""
 import ctypes
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -66,7 +65,7 @@ BLOCK = 16 << 20
 
 def _probe(setting: str) -> list[dict]:
     done = subprocess.run([sys.executable, "-c", _PROBE, setting], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")})
+                          timeout=120, env=allocator_benchmark.clean_env())
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

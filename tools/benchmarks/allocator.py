@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ("default", "kept")
 
 
-def _clean_env() -> dict:
+def clean_env() -> dict:
+    """This process's environment without any allocator choice the user made, for a fresh worker."""
     return {k: v for k, v in os.environ.items()
             if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "LD_PRELOAD", "ZOO_MALLOC"))}
 
@@ -60,7 +61,7 @@ def measure(setting: str, recipe: str, steps: int, batch_size: int, atoms, timeo
     """:func:`worker` in a fresh process with ``setting`` (``default`` or ``kept``)."""
     config = {"setting": setting, "recipe": recipe, "steps": steps, "batch_size": batch_size, "atoms": atoms}
     done = subprocess.run([sys.executable, "-m", "tools.benchmarks.allocator", json.dumps(config)], cwd=ROOT,
-                          env=_clean_env(), capture_output=True, text=True, timeout=timeout)
+                          env=clean_env(), capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"allocator worker ({setting}) failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

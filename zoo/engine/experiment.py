@@ -117,6 +117,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
 
 
 def _summary(recipe: Recipe, runs: list[dict]) -> dict:
+    """Mean and sd of every final metric over ``runs``, with the recipe and seeds they came from."""
     return {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],
             "main_metric": runs[0]["main_metric"], "metrics": summarize_seeds(runs)}
 
