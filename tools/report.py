@@ -10,6 +10,7 @@
     python tools/report.py runs/zinc_cpu --reference zinc_cpu_g1 --diagnostics   # + SigGate-GT mechanism tables
     python tools/report.py runs/ltga --pruning        # also pruning validity (the paper's Table 5 layout)
     python tools/report.py runs/ltga --timing         # also seconds per training epoch, as each run recorded
+    python tools/report.py runs/zinc_cpu --per-seed   # also every cell seed by seed
     python tools/report.py runs/ltga --reference ltga_edge --plots figures/   # also the paper's figures as PNGs
     python tools/report.py runs/ltga --reference ltga_edge --paper ltga \
         --tuned qfrozen=qfrozen_*,entmax=entmax_* --oracle qfrozen=qfrozen_*   # the LTGA paper's numbers beside ours
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zoo.analysis.counterfactuals import LABEL_AGREEMENTS  # noqa: E402
 from zoo.analysis.diagnostics_report import diagnostics_table, render_diagnostics  # noqa: E402
 from zoo.analysis.mechanism_report import mechanism_runs, render_mechanism  # noqa: E402
+from zoo.analysis.per_seed_report import render_per_seed  # noqa: E402
 from zoo.analysis.pruning_report import pruning_table, render_pruning  # noqa: E402
 from zoo.analysis.report import PAPERS, figure_table, render_report, report_table  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
@@ -80,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing", action="store_true",
                         help="append seconds per training epoch, minutes per seed and the selected (best) epoch, "
                              "counting seeds still improving at their last epoch, from each run's metrics.json")
+    parser.add_argument("--per-seed", action="store_true",
+                        help="append each cell's score seed by seed (the numbers behind its mean, sd and paired tests)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
     parser.add_argument("--holm", default="dataset", choices=list(HOLM_FAMILIES),
                         help="Holm family of the paired tests: dataset (within each dataset, default) or table "
@@ -99,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ReportError(f"alpha must lie in (0, 1), got {args.alpha}")
         table = report_table(args.paths, models, args.reference, args.metric, args.split, tuned, tune_seeds, oracle)
         markdown, frame = render_report(table, args.reference, args.alpha, args.holm, args.paper)
+        if args.per_seed:
+            markdown += "\n## Per seed\n\n" + render_per_seed(table)
         if args.diagnostics or args.pruning or args.timing or args.plots:
             every_run = collect_runs(args.paths)
             runs = every_run[every_run.model.isin(models)] if models else every_run

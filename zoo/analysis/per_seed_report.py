@@ -1,0 +1,27 @@
+"""Each cell of a results table seed by seed: the numbers behind its mean ± sd and paired tests."""
+from __future__ import annotations
+
+from zoo.analysis.rendering import markdown_table
+from zoo.analysis.tables import ResultsTable
+
+
+def render_per_seed(table: ResultsTable) -> str:
+    """One line per (row, dataset) cell with runs, one column per seed any cell has ("-" where the
+    cell lacks that seed), in the table's units and digits.
+
+    >>> print(render_per_seed(table))  # doctest: +SKIP
+    | model | dataset | metric | seed 0 | seed 1 |
+    |---|---|---|---|---|
+    | gat | cora | accuracy | 81.20 | 80.90 |
+    """
+    digits = 2 if table.percent else 4
+    cells = [(row, dataset) for row in table.rows for dataset in table.datasets if (row, dataset) in table.scores]
+    seeds = sorted({int(seed) for cell in cells for seed in table.scores[cell].index})
+    lines = []
+    for row, dataset in cells:
+        scores = table.scores[row, dataset]
+        metric = table.main_metrics[dataset] if table.metric == "main" else table.metric
+        lines.append([row, dataset, metric] + [f"{scores[s]:.{digits}f}" if s in scores.index else "-" for s in seeds])
+    unit = ", in %" if table.percent else ""
+    return "\n".join(markdown_table(["model", "dataset", "metric"] + [f"seed {s}" for s in seeds], lines) + [
+        "", f"{table.split} split{unit}, per seed; a tuned row shows the seeds of the model it picked."]) + "\n"
