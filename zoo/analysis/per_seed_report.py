@@ -14,7 +14,7 @@ def render_per_seed(table: ResultsTable) -> str:
     |---|---|---|---|---|
     | gat | cora | accuracy | 81.20 | 80.90 |
     """
-    digits = 2 if table.percent else 4
+    digits = table.digits
     cells = [(row, dataset) for row in table.rows for dataset in table.datasets if (row, dataset) in table.scores]
     seeds = sorted({int(seed) for cell in cells for seed in table.scores[cell].index})
     lines = []

@@ -55,7 +55,7 @@ def _metric_title(table: ResultsTable) -> str:
 def _cell_texts(table: ResultsTable, rows: list[str], paper: Paper | None) -> tuple[list[list[str]], int]:
     """Per dataset, each row's ``mean ± sd`` (``(n=...)`` off the usual seed count; best of the
     ranked rows bold; `` [paper mean ± sd]`` where the paper has the cell), and the usual count."""
-    digits = 2 if table.percent else 4
+    digits = table.digits
     mean, sd, n = (table.cells(stat, rows) for stat in ("mean", "std", "count"))
     typical = int(np.nanmax(n.to_numpy())) if n.notna().any().any() else 0
     columns = []
@@ -77,7 +77,7 @@ def _cell_texts(table: ResultsTable, rows: list[str], paper: Paper | None) -> tu
 
 def _average_columns(table: ResultsTable, block: ResultsTable, rows: list[str], paper: Paper | None) -> list:
     """The avg and avg rank columns of one block; oracle rows get an avg only where complete, no rank."""
-    digits = 2 if table.percent else 4
+    digits = table.digits
     avg = block.avg.reindex(rows)
     if table.oracles and block.complete_datasets:
         avg.update(block.cells("mean", list(table.oracles))[block.complete_datasets].mean(axis=1, skipna=False))
@@ -159,7 +159,7 @@ def _paired_lines(comparisons: pd.DataFrame, table: ResultsTable, alpha: float) 
              f"signed-rank. p (Holm): Holm-corrected {family}; * marks "
              f"p (Holm) < {alpha}. d = mean diff / sd diff (inf when every difference is the same non-zero "
              f"value). n < 2: not tested.", ""]
-    rows, digits = [], 2 if table.percent else 4
+    rows, digits = [], table.digits
     for r in comparisons.itertuples():
         if r.n < 2:
             rows.append([r.dataset, r.model, str(r.n), "-", "not tested", "-", "-", "-", "-"])

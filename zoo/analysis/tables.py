@@ -129,6 +129,11 @@ class ResultsTable:
         return dataclasses.replace(self, datasets=[d for d in self.datasets if d in keep])
 
     @property
+    def digits(self) -> int:
+        """Decimals every rendering of this table's scores uses: 2 for percentages, else 4."""
+        return 2 if self.percent else 4
+
+    @property
     def mean(self) -> pd.DataFrame:
         """Rows x datasets means over seeds (NaN where a row has no runs)."""
         return self.cells("mean")
