@@ -1,13 +1,16 @@
 """glibc's malloc told to keep freed memory for reuse, for the training processes.
 
 A training step allocates and frees the same activation tensors every step. glibc's defaults
-give freed memory back to the operating system (the top of the heap beyond a trim threshold,
-and every block above a dynamic mmap threshold), so the next step takes page faults on memory
-it just had. :func:`keep_freed_memory` sets, through ``mallopt``, the mmap threshold to 32 MiB
-(glibc's maximum on 64-bit) and the trim threshold to 2 GiB - 1 (``mallopt`` takes an int):
-blocks up to 32 MiB and the heap top then stay with the process. The values are the ones
-``tools/benchmarks/ops.py`` times with; ``python tools/benchmark.py allocator`` measures what they
-change on the paper's ZINC step. Results are unchanged: only where memory comes from differs.
+give freed memory back to the operating system: the top of the heap beyond a trim threshold, and
+every block above the mmap threshold, which glibc raises as blocks are freed but never above
+32 MiB on 64-bit, so a larger block (an edge tensor of a graph with many edges) is always mapped
+on malloc and unmapped on free. The next step then takes page faults on memory it just had.
+:func:`keep_freed_memory` sets, through ``mallopt``, the number of mmapped blocks to 0 (every
+block, of any size, comes from the heap) and the trim threshold to 2 GiB - 1 (``mallopt`` takes an
+int): freed blocks and the heap top up to 2 GiB then stay with the process. ``python
+tools/benchmark.py allocator`` measures what this changes on the paper's ZINC step; README
+"Training" gives the measurement on Minesweeper and Tolokers. Results are unchanged: only where
+memory comes from differs.
 
 The tools that train (train, sweep, tune, csbm_sweep, finetune) call it first. It leaves
 everything alone, and says why, where the user already chose: any ``MALLOC_*`` variable or
@@ -20,11 +23,11 @@ import ctypes
 import os
 import platform
 
-MMAP_THRESHOLD = 32 << 20
-"""Blocks up to this many bytes come from the heap and are reused (glibc's 64-bit maximum)."""
+MMAP_MAX = 0
+"""How many blocks glibc may mmap at once: none, so every block comes from the heap and is reused."""
 TRIM_THRESHOLD = (1 << 31) - 1
 """Free bytes at the heap top kept before glibc trims it (the largest int ``mallopt`` takes)."""
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's malloc.h
 
 _setting = "glibc defaults (keep_freed_memory not called)"
 
@@ -55,10 +58,10 @@ def keep_freed_memory(environ=None) -> str:
         _setting = f"left as set (C library {platform.libc_ver()[0] or 'unknown'}, not glibc)"
     else:
         libc = ctypes.CDLL("libc.so.6")
-        if libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1 or libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1:
+        if libc.mallopt(_M_MMAP_MAX, MMAP_MAX) != 1 or libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1:
             _setting = "glibc refused mallopt; defaults kept"
         else:
-            _setting = f"glibc mallopt: mmap_threshold {MMAP_THRESHOLD}, trim_threshold {TRIM_THRESHOLD}"
+            _setting = f"glibc mallopt: mmap_max {MMAP_MAX}, trim_threshold {TRIM_THRESHOLD}"
     return _setting
 
 
