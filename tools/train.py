@@ -8,7 +8,8 @@
         # DistDGL: a graph partitioned by tools/partition.py; every server and trainer runs this command
         # (DGL's tools/launch.py sets their roles); without DGL_DIST_MODE: standalone, 1 partition
 
-Exit codes: 0 done, 1 data error, 2 bad recipe or arguments, 130 interrupted (rerun to resume).
+Exit codes: 0 done, 1 data error, 2 bad recipe or arguments, 3 training diverged (a non-finite loss;
+the message names the batch and what to change), 130 interrupted (rerun to resume).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from zoo.engine.checkpoint import CheckpointError  # noqa: E402
 from zoo.engine.cli import add_run_options, sigterm_as_interrupt  # noqa: E402
 from zoo.engine.devices import resolve_device  # noqa: E402
 from zoo.engine.dist_graph_training import open_dist_graph, train_dist_graph  # noqa: E402
+from zoo.engine.divergence import TrainingDiverged  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 from zoo.engine.run_lock import RunBusyError  # noqa: E402
 
@@ -66,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except (RecipeError, CheckpointError, RunBusyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except TrainingDiverged as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print(f"\ninterrupted: the last checkpoint in {run_folder(recipe, args.out)} is intact; "
               "rerun the same command to resume", file=sys.stderr)

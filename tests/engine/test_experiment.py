@@ -6,6 +6,7 @@ import yaml
 
 from zoo.analysis.runs import collect_runs
 from zoo.engine import experiment
+from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.recipe import RecipeError, build_recipe
 
 GCN = {"dataset": "cora", "model": {"name": "gcn", "hidden": 8}, "optim": {"epochs": 1}}
@@ -159,7 +160,14 @@ def test_a_recipe_that_fails_does_not_stop_the_sweep(monkeypatch, capsys):
     a, b = build_recipe({**GCN, "name": "a"}), build_recipe({**GCN, "name": "b"})
     results = experiment.run_sweep([a, b], seeds=[0, 1], order="seed")
     assert results == {"a": "FloatingPointError: NaN in the logits", "b": {"recipe": "b", "seeds": [0, 1]}}
-    assert "failed a: FloatingPointError" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "failed a: FloatingPointError" in out and "Traceback" in out
+    monkeypatch.setattr(experiment, "run_recipe", lambda recipe, out, **kwargs: (_ for _ in ()).throw(
+        TrainingDiverged("training diverged: the training loss is nan at epoch 1 of a seed 0")))
+    assert experiment.run_sweep([a]) == {"a": "TrainingDiverged: training diverged: the training loss is nan at "
+                                               "epoch 1 of a seed 0"}
+    out = capsys.readouterr().out  # the message names the place and the fix: no traceback
+    assert "failed a: TrainingDiverged: training diverged" in out and "Traceback" not in out
     with pytest.raises(KeyboardInterrupt):
         monkeypatch.setattr(experiment, "run_recipe", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
         experiment.run_sweep([b])

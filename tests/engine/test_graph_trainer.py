@@ -1,13 +1,18 @@
-"""The graph trainer on 80 ESOL molecules: selection on the validation metric, outputs, resume."""
+"""The graph trainer on 80 ESOL molecules: selection on the validation metric, outputs, resume, and
+non-finite losses and predictions."""
 import json
+import math
 
 import pytest
 import torch
 
 from tests.engine.kill_at_call import kill_then_resume
 from zoo.data import load_csv_dataset
-from zoo.engine.graph_trainer import _cosine_with_warmup, masked_loss, train_graph_model
+from zoo.engine.checkpoint import load_checkpoint
+from zoo.engine.divergence import TrainingDiverged
+from zoo.engine.graph_trainer import _cosine_with_warmup, build_graph_model, masked_loss, train_graph_model
 from zoo.engine.recipe import OptimConfig, build_recipe
+from zoo.models.capabilities import HasPositionalEncodings
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +140,78 @@ def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys):
     assert "epoch 0 batches:   0%|          | 0/4" in err and "epoch 1 batches" in err
     assert train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "quiet", progress=False) and \
         "batches" not in capsys.readouterr().err
+
+
+class _Poisoned(HasPositionalEncodings, torch.nn.Module):
+    """The tiny SigGate-GT of ``_recipe()`` whose predictions turn NaN in the evaluations of
+    ``eval_epochs`` (eval mode) or in the training batches of ``train_epoch``; ``next_epoch`` is
+    the trainer's ``on_epoch_end``."""
+
+    def __init__(self, data, eval_epochs=(), train_epoch=None):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inner = build_graph_model(_recipe(), data.num_tasks, **data.model_inputs)
+        self.eval_epochs, self.train_epoch, self.epoch = set(eval_epochs), train_epoch, 0
+
+    def pe_spec(self):
+        return self.inner.pe_spec()
+
+    def forward(self, graphs):
+        out = self.inner(graphs)
+        poisoned = self.epoch == self.train_epoch if self.training else self.epoch in self.eval_epochs
+        return out * float("nan") if poisoned else out
+
+    def next_epoch(self, epoch, row):
+        self.epoch = epoch + 1
+
+
+def _run_poisoned(data, run_dir, **poison):
+    model = _Poisoned(data, **poison)
+    return model, train_graph_model(_recipe(), data, 0, run_dir, progress=False, model=model,
+                                    on_epoch_end=model.next_epoch, checkpoint_every=0)
+
+
+def test_non_finite_evaluations_are_recorded_as_nan_and_never_selected(esol, tmp_path, capsys):
+    """Predictions that overflow in eval mode (the ReLU gate's did on one ZINC seed) do not stop the
+    run: those epochs' metrics are NaN with the graph count, and selection takes a finite epoch."""
+    clean = _run_poisoned(esol, tmp_path / "clean")[1]
+    _, metrics = _run_poisoned(esol, tmp_path / "nan", eval_epochs={0, 2})
+    curves = metrics["curves"]
+    assert [r["train_loss"] for r in curves] == [r["train_loss"] for r in clean["curves"]]  # training untouched
+    for epoch in (0, 2):
+        assert math.isnan(curves[epoch]["val_mae"]) and math.isnan(curves[epoch]["test_loss"])
+        assert curves[epoch]["val_nonfinite"] == esol.sizes["val"]
+        assert curves[epoch]["test_nonfinite"] == esol.sizes["test"]
+    finite = [r for r in curves if not math.isnan(r["val_mae"])]
+    assert [r["epoch"] for r in finite] == [1, 3] and all("val_nonfinite" not in r for r in finite)
+    assert [r["val_mae"] for r in finite] == [clean["curves"][e]["val_mae"] for e in (1, 3)]
+    best = min(finite, key=lambda row: row["val_mae"])
+    assert metrics["best_epoch"] == best["epoch"]
+    assert metrics["final"]["val"]["mae"] == pytest.approx(best["val_mae"], rel=1e-5)
+    assert "nonfinite" not in metrics["final"]["test"]
+    saved = json.loads((tmp_path / "nan" / "metrics.json").read_text())
+    assert math.isnan(saved["curves"][0]["val_mae"]) and saved["final"] == metrics["final"]
+    out = capsys.readouterr().out
+    n_val = esol.sizes["val"]
+    assert f"esol_tiny seed 0, epoch 0: {n_val} of {n_val} val graphs got non-finite predictions" in out
+    assert "epoch 2:" in out and "epoch 1:" not in out
+
+
+def test_no_finite_validation_epoch_is_an_error_not_a_model(esol, tmp_path):
+    with pytest.raises(TrainingDiverged, match="esol_tiny seed 0: none of its 4 epochs gave finite validation"):
+        _run_poisoned(esol, tmp_path, eval_epochs=range(5))
+
+
+def test_a_non_finite_training_loss_stops_the_run_before_its_update(esol, tmp_path):
+    model = None
+    with pytest.raises(TrainingDiverged, match=r"training loss is nan at epoch 1, batch 1 of esol_tiny seed 0, "
+                                               r"so no update was made from it") as error:
+        model = _Poisoned(esol, train_epoch=1)
+        train_graph_model(_recipe(), esol, 0, tmp_path, progress=False, model=model, on_epoch_end=model.next_epoch,
+                          checkpoint_every=0)
+    assert "--set optim.lr=" in str(error.value)
+    saved = load_checkpoint(tmp_path / "last.pt")  # the end of epoch 0, the last state trained
+    assert saved["state"]["epoch"] == 1 and "partial" not in saved
+    weights = dict(model.named_parameters())  # (BatchNorm's running statistics saw the batch's forward)
+    assert all(torch.isfinite(value).all() for value in weights.values())
+    assert all(torch.equal(weights[key], saved["model"][key]) for key in weights)  # no update from the NaN batch

@@ -10,6 +10,7 @@ import torch
 from tests.engine.kill_at_call import kill_then_resume
 from zoo.analysis.oversmoothing import directional_dirichlet_energy, mean_cosine_distance
 from zoo.engine.checkpoint import load_checkpoint
+from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import build_recipe
 from zoo.models import create_model
@@ -230,3 +231,14 @@ def test_heterophily_models_train_and_their_best_weights_reload(tmp_path, name):
         predicted = fresh.eval()(data.graph, data.features).argmax(1)
     accuracy = (predicted[data.val_mask] == data.labels[data.val_mask]).double().mean().item()
     assert accuracy == pytest.approx(metrics["final"]["val"]["accuracy"])
+
+
+@pytest.mark.parametrize("recipe, where", [(_recipe(), "epoch 0 of toy_gat"),
+                                           (_sampled_recipe(), "epoch 0, batch ")], ids=["full_batch", "sampled"])
+def test_a_nan_input_stops_the_run_at_its_first_loss(recipe, where, tmp_path):
+    """A training node with a NaN feature makes the loss NaN: the run stops there, naming the place."""
+    data = _toy_data()
+    data.features[0, 0] = float("nan")  # node 0 is a training node (index % 3 == 0)
+    with pytest.raises(TrainingDiverged, match=f"training loss is nan at {where}"):
+        train_node_classifier(recipe, data, 0, tmp_path, progress=False)
+    assert not (tmp_path / "metrics.json").exists()

@@ -49,3 +49,18 @@ def test_dist_options_are_checked_before_any_distributed_service_starts(tmp_path
     assert train_cli.main([sampled, "--dist-config", str(two_parts), "--out", str(tmp_path / "runs")]) == 2
     assert "holds the graph 'citeseer' but cora_ltga_edge_sampled trains on 'cora'" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_diverging_run_exits_3_naming_the_place_and_the_fix(offline_env, tmp_path, capsys):
+    """lr 1e30: Adam's first step moves every weight by about 1e30, so epoch 1's loss is NaN on any CPU."""
+    args = [str(ROOT / "recipes/cora_gat.yaml"), "--seeds", "0", "--epochs", "5", "--set", "optim.lr=1e30",
+            "--out", str(tmp_path), "--quiet"]
+    assert train_cli.main(args) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("error: training diverged: the training loss is nan at "
+                                                     "epoch 1 of cora_gat seed 0")
+    assert "--set optim.lr=" in err
+    (seed_dir,) = tmp_path.glob("cora_gat/*/seed0")
+    assert (seed_dir / "last.pt").exists() and not (seed_dir / "metrics.json").exists()
+    assert train_cli.main(args) == 3  # a rerun resumes from last.pt and stops at the same place
+    assert "epoch 1 of cora_gat seed 0" in capsys.readouterr().err

@@ -14,6 +14,7 @@ of a fraction of a percent that the schedule had settled.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -48,7 +49,10 @@ def _last_epoch_gain(metrics: dict, best: int) -> float | None:
     if best == 0 or len(values) != best + 1:
         return None
     lower = monitor.removeprefix("val_") in LOWER_IS_BETTER
-    earlier = min(values[:-1]) if lower else max(values[:-1])
+    finite = [value for value in values[:-1] if not math.isnan(value)]  # NaN: non-finite evaluation, never best
+    if not finite:
+        return None
+    earlier = min(finite) if lower else max(finite)
     if earlier == 0:  # a gain relative to zero is undefined
         return None
     return (earlier - values[-1] if lower else values[-1] - earlier) / abs(earlier)

@@ -39,6 +39,7 @@ from zoo._atomic import atomic_write
 from zoo.data import load_card
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.distributed import all_sum, init_from_env, is_main, say, world
+from zoo.engine.divergence import check_loss
 from zoo.engine.environment import environment
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, finish, run_epochs
 from zoo.engine.experiment import run_folder
@@ -144,11 +145,13 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
         torch.manual_seed(epoch_seed(seed, epoch, rank))  # this epoch's shuffle and dropout
         loss_sum, seen = 0.0, 0
         trained.train()
-        for _, (input_nodes, seeds, blocks) in zip(range(steps), loader):
+        for step, (input_nodes, seeds, blocks) in zip(range(1, steps + 1), loader):
             for optimizer in optimizers:
                 optimizer.zero_grad()
             logits = sampled_forward(trained, graph, blocks, graph.ndata["feat"][input_nodes])
             loss = F.cross_entropy(logits, graph.ndata["label"][seeds].long())
+            # summed over the ranks, so every rank stops together
+            check_loss(all_sum(float(loss)), f"epoch {epoch}, batch {step} of {recipe.name} seed {seed}")
             (loss + shannon_prior(model, recipe.optim.q_prior)).backward()
             weights.step()
             if index_optimizer is not None and epoch >= recipe.optim.q_warmup:

@@ -14,6 +14,7 @@ from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_d
 from zoo.engine.checkpoint import CheckpointError, write_json
 from zoo.engine.distributed import (all_sum, barrier, init_from_env, is_main, load_once_per_machine, main_first,
                                     requested_world_size, say)
+from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
@@ -223,7 +224,8 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
             except (CheckpointError, RunBusyError):
                 raise  # a corrupt run folder (the tool names the file and --force), or one another job trains
             except Exception as err:  # noqa: BLE001 - one failing recipe must not stop a night's sweep
-                say(traceback.format_exc())
+                if not isinstance(err, TrainingDiverged):  # its message names the batch and the fix
+                    say(traceback.format_exc())
                 say(f"failed {recipe.name}: {type(err).__name__}: {err} (its finished seeds are kept; the sweep "
                     "goes on with the next recipe)")
                 results[recipe.name] = f"{type(err).__name__}: {err}"

@@ -19,7 +19,8 @@ from zoo.analysis.gate_diagnostics import gate_diagnostics
 from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
-from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
+from zoo.engine.distributed import all_sum, is_main, main_first, say, shard_train_loader, sharded_predict, world
+from zoo.engine.divergence import FIXES, TrainingDiverged, check_loss, nonfinite_rows
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
@@ -53,6 +54,22 @@ def rank_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> torc
         return prediction.sum() * 0.0
     loss = F.l1_loss if task == "graph_regression" else F.binary_cross_entropy_with_logits
     return loss(prediction[labelled], target[labelled], reduction="sum") * size / count
+
+
+def split_scores(output: torch.Tensor, target: torch.Tensor, task: str, metrics: tuple[str, ...]) -> dict:
+    """``loss`` and each of ``metrics`` over one split. If any prediction is not finite, every
+    value is NaN and ``nonfinite`` counts the graphs with one (:mod:`zoo.engine.divergence`).
+
+    >>> split_scores(torch.tensor([[1.0], [2.0]]), torch.tensor([[1.5], [2.0]]), "graph_regression", ("mae",))
+    {'loss': 0.25, 'mae': 0.25}
+    >>> split_scores(torch.tensor([[1.0], [float("nan")]]), torch.zeros(2, 1), "graph_regression", ("mae",))
+    {'loss': nan, 'mae': nan, 'nonfinite': 1}
+    """
+    bad = nonfinite_rows(output)
+    if bad:
+        return {"loss": math.nan, **{name: math.nan for name in metrics}, "nonfinite": bad}
+    return {"loss": float(masked_loss(output, target, task)), **{name: graph_metric(name, target, output)
+                                                                 for name in metrics}}
 
 
 def predict(model, loader, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
@@ -172,6 +189,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
             optimizer.zero_grad()
             graphs, target = graphs.to(device), target.to(device)
             loss = rank_loss(trained(graphs), target, data.task)
+            mean_loss = check_loss(all_sum(float(loss)) / world()[1],
+                                   f"epoch {epoch}, batch {step} of {recipe.name} seed {seed}")
             if index_optimizer is None:
                 loss.backward()
             else:
@@ -181,16 +200,23 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
             if index_optimizer is not None and epoch >= optim.q_warmup:
                 index_optimizer.step()
             size = all_sum(len(target))  # graphs in the global batch
-            total, count = total + all_sum(float(loss)) / world()[1] * size, count + size
+            total, count = total + mean_loss * size, count + size
             checkpoints.done(step, {"total": total, "count": count})
+        trained_epoch[0] = epoch
         return {"train_loss": total / count, "lr": optimizer.param_groups[0]["lr"], **index_trajectory(model)}
+
+    trained_epoch = [None]  # the epoch evaluate() follows, for its warning
 
     def evaluate() -> dict:
         row = {}
         for split in ("val", "test"):
             output, target = sharded_predict(partial(predict, device=device), model, loaders[split])
-            row[f"{split}_loss"] = float(masked_loss(output, target, data.task))
-            row[f"{split}_{metric}"] = graph_metric(metric, target, output)
+            scores = split_scores(output, target, data.task, (metric,))
+            row.update({f"{split}_{key}": value for key, value in scores.items()})
+            if "nonfinite" in scores:
+                say(f"{recipe.name} seed {seed}, epoch {trained_epoch[0]}: {scores['nonfinite']} of {len(output)} "
+                    f"{split} graphs got non-finite predictions in evaluation (the training loss is finite); this "
+                    f"epoch's {split} {metric} is recorded as NaN, and model selection skips it")
         return row
 
     optimizers = [optimizer] if index_optimizer is None else [optimizer, index_optimizer]
@@ -200,12 +226,15 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
                        monitor=monitor, mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
                        progress=progress, on_epoch_end=on_epoch_end, checkpoint_every=checkpoint_every,
                        batch_checkpoints=True)
+    if state["best_epoch"] < 0:
+        raise TrainingDiverged(f"{recipe.name} seed {seed}: none of its {state['epoch']} epochs gave finite "
+                               f"validation predictions (their val_{metric} is NaN in the curves of last.pt), so "
+                               f"there is no model to select. To go on, {FIXES}, and rerun with --force")
     model.load_state_dict(state["best_model"])
     final = {}
     for split, loader in loaders.items():
         output, target = sharded_predict(partial(predict, device=device), model, loader)
-        final[split] = {name: graph_metric(name, target, output) for name in dict.fromkeys((metric, *extra_metrics))}
-        final[split]["loss"] = float(masked_loss(output, target, data.task))
+        final[split] = split_scores(output, target, data.task, tuple(dict.fromkeys((metric, *extra_metrics))))
     if not is_main():
         return {}
     save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},

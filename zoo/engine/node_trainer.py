@@ -24,6 +24,7 @@ from zoo.analysis.oversmoothing import oversmoothing_diagnostics
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, world
+from zoo.engine.divergence import check_loss
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
 from zoo.engine.metrics import classification_metrics
@@ -99,8 +100,9 @@ def train_node_classifier(
                 optimizer.zero_grad()
             logits = model(data.graph, data.features)
             loss = F.cross_entropy(logits[masks["train"]], data.labels[masks["train"]])
+            value = check_loss(float(loss), f"epoch {epoch} of {recipe.name} seed {seed}")
             step(loss, epoch)
-            return {"train_loss": float(loss), **index_trajectory(model)}
+            return {"train_loss": value, **index_trajectory(model)}
 
         def predict() -> torch.Tensor:
             return model(data.graph, data.features)
@@ -124,9 +126,11 @@ def train_node_classifier(
                     optimizer.zero_grad()
                 logits = sampled_forward(trained, data.graph, blocks, data.features[input_nodes])
                 loss = F.cross_entropy(logits, data.labels[output_nodes])
-                step(loss, epoch)
                 # sums over the ranks: rank 0's last.pt carries them into a resumed epoch
-                total = total + all_sum(float(loss) * len(output_nodes))
+                summed = check_loss(all_sum(float(loss) * len(output_nodes)),
+                                    f"epoch {epoch}, batch {done} of {recipe.name} seed {seed}")
+                step(loss, epoch)
+                total = total + summed
                 count = count + all_sum(len(output_nodes))
                 checkpoints.done(done, {"total": total, "count": count})
             return {"train_loss": total / count, **index_trajectory(model)}

@@ -1,0 +1,41 @@
+"""Non-finite numbers in a training run, stopped or recorded where they appear.
+
+* A training loss that is not finite stops the run with :class:`TrainingDiverged` before its
+  gradients reach the weights (:func:`check_loss`), naming the epoch and batch.
+* Predictions that are not finite in evaluation (training is fine, but eval mode, e.g. BatchNorm's
+  running statistics, lets activations overflow on some graphs) do not stop it: the trainer
+  records that epoch's metrics as NaN, with the number of graphs affected
+  (:func:`nonfinite_rows`), and model selection never picks a NaN epoch.
+
+>>> check_loss(0.5, "epoch 0, batch 1")
+0.5
+>>> nonfinite_rows(torch.tensor([[1.0], [float("nan")], [float("inf")]]))
+2
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+FIXES = "lower optim.lr (e.g. --set optim.lr=5e-4), lengthen optim.warmup_epochs or set optim.clip_grad_norm"
+
+
+class TrainingDiverged(RuntimeError):
+    """The run cannot go on: its training loss, or every epoch's validation, is not finite."""
+
+
+def check_loss(value: float, where: str) -> float:
+    """``value`` if finite, else :class:`TrainingDiverged` naming ``where`` (e.g. ``"epoch 2, batch 7
+    of zinc_cpu_relu seed 3"``) and the fixes to try."""
+    if not math.isfinite(value):
+        raise TrainingDiverged(
+            f"training diverged: the training loss is {value} at {where}, so no update was made from it. "
+            f"last.pt holds an earlier state, and a rerun resumes there (and on the same machine diverges "
+            f"there again). To go on, check the inputs for NaN, or {FIXES}.")
+    return value
+
+
+def nonfinite_rows(output: torch.Tensor) -> int:
+    """How many rows (graphs, nodes) of ``output`` hold a NaN or an infinity."""
+    return int((~torch.isfinite(output)).reshape(len(output), -1).any(1).sum())
