@@ -11,7 +11,8 @@ The CSV is featurized by the featurizer the checkpoint's card names.
 Exit codes: 0 done, 1 the data cannot give a result (too few valid molecules, a split without a
 metric; with --strict an invalid SMILES), 2 bad input, one line naming it (an unknown checkpoint; a
 CSV that is missing, unreadable, empty, has a row longer than its header, lacks or repeats a column,
-or holds a target that is not a finite number; bad labels), 130 interrupted.
+or holds a target that is not a finite number; bad labels), 3 training diverged (a non-finite loss;
+the message names the seed, epoch and batch: lower --lr), 130 interrupted.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from zoo.analysis import format_summary  # noqa: E402
 from zoo.data import CsvError, DatasetError  # noqa: E402
 from zoo.engine import RecipeError  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
+from zoo.engine.divergence import TrainingDiverged  # noqa: E402
 from zoo.engine.recipe import parse_seeds  # noqa: E402
 from zoo.models import PretrainedError  # noqa: E402
 from zoo.transfer import TransferError, finetune  # noqa: E402
@@ -73,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     except DatasetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except TrainingDiverged as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("\ninterrupted: finished seeds are in --out; rerunning the command trains every seed again",
               file=sys.stderr)

@@ -59,3 +59,14 @@ def test_bad_arguments_exit_2(pretrained_path, regression_csv, tmp_path, capsys)
     assert predict_cli.main(["--model", str(pretrained_path), "--data", str(regression_csv), "--smiles-col", "SMILES",
                              "--out", str(tmp_path / "p.csv")]) == 2
     assert "Columns in the file: ['smiles', 'y1', 'y2']" in capsys.readouterr().err
+
+
+def test_a_diverging_finetune_exits_3_naming_the_place_and_lr(pretrained_path, regression_csv, tmp_path, capsys):
+    """--lr 1e30: AdamW's first step moves every weight by about 1e30, so the next batch overflows to NaN."""
+    args = ["--pretrained", str(pretrained_path), "--data", str(regression_csv), "--target-cols", "y1,y2",
+            "--epochs", "2", "--seeds", "0", "--batch-size", "8", "--lr", "1e30", "--out", str(tmp_path / "ft"),
+            "--quiet"]
+    assert finetune_cli.main(args) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error: training diverged: the training loss is nan at epoch 0, batch 2" in err
+    assert "--lr with tools/finetune.py" in err

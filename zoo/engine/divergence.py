@@ -18,7 +18,8 @@ import math
 
 import torch
 
-FIXES = "lower optim.lr (e.g. --set optim.lr=5e-4), lengthen optim.warmup_epochs or set optim.clip_grad_norm"
+FIXES = ("lower the learning rate (optim.lr: --set optim.lr=5e-4 with tools/train.py, --lr with tools/finetune.py), "
+         "lengthen optim.warmup_epochs or set optim.clip_grad_norm")
 
 
 class TrainingDiverged(RuntimeError):
@@ -31,8 +32,8 @@ def check_loss(value: float, where: str) -> float:
     if not math.isfinite(value):
         raise TrainingDiverged(
             f"training diverged: the training loss is {value} at {where}, so no update was made from it. "
-            f"last.pt holds an earlier state, and a rerun resumes there (and on the same machine diverges "
-            f"there again). To go on, check the inputs for NaN, or {FIXES}.")
+            f"last.pt holds an earlier state; rerunning tools/train.py or tools/sweep.py resumes there and, on "
+            f"the same machine, diverges there again. To go on, check the inputs for NaN, or {FIXES}.")
     return value
 
 
