@@ -5,6 +5,7 @@ import torch
 
 import zoo.engine.epoch_loop as epoch_loop
 from zoo.engine.checkpoint import load_checkpoint
+from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.epoch_loop import LAST, BatchCheckpoints, finish, run_epochs
 
 
@@ -60,6 +61,15 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, checkpoint_e
         assert torch.equal(value, resumed_model.state_dict()[key]), key
     finish(tmp_path / "killed")
     assert not (tmp_path / "killed" / LAST).exists()
+
+
+@pytest.mark.parametrize("mode", ["min", "max"])
+def test_nan_epochs_are_never_best_and_all_nan_is_an_error(tmp_path, mode):
+    nan = float("nan")
+    state, _ = _loop(tmp_path / "some", [nan, 3.0, nan, 2.0], patience=9, mode=mode)
+    assert state["best_epoch"] == (3 if mode == "min" else 1)
+    with pytest.raises(TrainingDiverged, match="the run: none of its 3 epochs gave a finite val_mae"):
+        _loop(tmp_path / "all", [nan, nan, nan], patience=9, mode=mode)
 
 
 def test_bad_mode_is_named(tmp_path):

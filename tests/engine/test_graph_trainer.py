@@ -198,7 +198,7 @@ def test_non_finite_evaluations_are_recorded_as_nan_and_never_selected(esol, tmp
 
 
 def test_no_finite_validation_epoch_is_an_error_not_a_model(esol, tmp_path):
-    with pytest.raises(TrainingDiverged, match="esol_tiny seed 0: none of its 4 epochs gave finite validation"):
+    with pytest.raises(TrainingDiverged, match="esol_tiny seed 0: none of its 4 epochs gave a finite val_mae"):
         _run_poisoned(esol, tmp_path, eval_epochs=range(5))
 
 

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from zoo.engine.checkpoint import cpu_state_dict, load_checkpoint, save_checkpoint
 from zoo.engine.distributed import is_main
+from zoo.engine.divergence import FIXES, TrainingDiverged
 from zoo.engine.reproducibility import rng_state, set_rng_state
 
 LAST = "last.pt"
@@ -86,7 +87,8 @@ def run_epochs(
     ``train_epoch(epoch)`` trains once and returns a row of scalars; ``evaluate()`` returns more
     (it must contain ``monitor``); ``mode`` is ``"min"`` or ``"max"``. Returns the loop state:
     ``epoch`` (epochs run), ``best_epoch``, ``best``, ``best_model`` (state dict), ``curves``
-    (one row per epoch), ``train_seconds`` and ``stopped_early``. ``on_epoch_end(epoch, row)`` runs
+    (one row per epoch), ``train_seconds`` and ``stopped_early``; :class:`TrainingDiverged` if no
+    epoch's ``monitor`` was better than the start, i.e. every one was NaN. ``on_epoch_end(epoch, row)`` runs
     after each epoch (after its checkpoint, if one was written; ``checkpoint_every=0`` writes one
     every epoch). ``batch_checkpoints``: call ``train_epoch(epoch, batches)`` with a
     :class:`BatchCheckpoints`, so that ``last.pt`` is also written between batches.
@@ -167,6 +169,10 @@ def run_epochs(
         if writer is not None:
             writer.close()
     state["stopped_early"] = state["bad_epochs"] >= patience
+    if state["best_epoch"] < 0 and state["epoch"]:  # every value was NaN, which is never better
+        raise TrainingDiverged(f"{desc or 'the run'}: none of its {state['epoch']} epochs gave a finite {monitor} "
+                               f"(NaN in the curves of last.pt), so there is no model to select. To go on, {FIXES}, "
+                               "and rerun with --force")
     return state
 
 

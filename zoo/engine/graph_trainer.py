@@ -20,7 +20,7 @@ from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import all_sum, is_main, main_first, say, shard_train_loader, sharded_predict, world
-from zoo.engine.divergence import FIXES, TrainingDiverged, check_loss, nonfinite_rows
+from zoo.engine.divergence import check_loss, nonfinite_rows
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
@@ -226,10 +226,6 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
                        monitor=monitor, mode=METRIC_MODES[metric], desc=f"{recipe.name} seed {seed}",
                        progress=progress, on_epoch_end=on_epoch_end, checkpoint_every=checkpoint_every,
                        batch_checkpoints=True)
-    if state["best_epoch"] < 0:
-        raise TrainingDiverged(f"{recipe.name} seed {seed}: none of its {state['epoch']} epochs gave finite "
-                               f"validation predictions (their val_{metric} is NaN in the curves of last.pt), so "
-                               f"there is no model to select. To go on, {FIXES}, and rerun with --force")
     model.load_state_dict(state["best_model"])
     final = {}
     for split, loader in loaders.items():
