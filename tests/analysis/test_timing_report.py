@@ -65,9 +65,11 @@ def test_last_epoch_gain_over_the_best_earlier_epoch(tmp_path):
     write_run(tmp_path, "molhiv", 0, 4.0, 4, 1, best=3, split_source="scaffold", main_metric="roc_auc",
               curves=curve("val_roc_auc", [0.70, 0.80, 0.75, 0.82]))
     # epochs whose evaluation was not finite (NaN, zoo.engine.divergence) are never the best earlier one:
-    # 0.80 -> 0.84 is 5 %
-    write_run(tmp_path, "molhiv", 1, 4.0, 4, 1, best=3, monitor="val_roc_auc",
-              curves=curve("val_roc_auc", [float("nan"), 0.80, float("nan"), 0.84]))
+    # 0.80 -> 0.84 is 5 %; they are counted (2 epochs in 1 seed)
+    nan_curve = curve("val_roc_auc", [float("nan"), 0.80, float("nan"), 0.84])
+    for epoch in (0, 2):
+        nan_curve[epoch]["val_nonfinite"] = 3
+    write_run(tmp_path, "molhiv", 1, 4.0, 4, 1, best=3, monitor="val_roc_auc", curves=nan_curve)
     table = timing_table(collect_runs(tmp_path))
     texas = table.loc[("gat", "texas")]
     assert (texas.last_gain_min, texas.last_gain_max) == pytest.approx((0.01, 0.1))
@@ -75,7 +77,8 @@ def test_last_epoch_gain_over_the_best_earlier_epoch(tmp_path):
     assert (molhiv.last_gain_min, molhiv.last_gain_max) == pytest.approx((0.025, 0.05))
     text = render_timing(table)
     assert "| 0.1 | 1-3 | 2 of 3 | 1.00-10.00% |" in text
-    assert "| 0.1 | 3 | 2 of 2 | 2.50-5.00% |" in text
+    assert "| 0.1 | 3 | 2 of 2 | 2.50-5.00% | 2 epochs in 1 seed |" in text
+    assert "| 0.1 | 1-3 | 2 of 3 | 1.00-10.00% | - |" in text
 
 
 def test_no_recorded_time_is_an_error(tmp_path):

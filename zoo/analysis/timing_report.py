@@ -7,7 +7,8 @@ holds ``torch_threads`` as of the run's last start or resume. The times are what
 gave the run, so compare rows that ran under the same load only. For a seed whose best epoch is its
 last, the "last-epoch gain" is how much that epoch improved the monitored validation value over the
 best of all earlier epochs, relative to it: a large gain means the run was still learning, a gain
-of a fraction of a percent that the schedule had settled.
+of a fraction of a percent that the schedule had settled. "NaN evaluations" counts the epochs
+whose evaluation predictions were not finite (recorded as NaN, never selected).
 
     python tools/report.py runs/ltga --timing
 """
@@ -33,9 +34,10 @@ def _seed_row(path: Path) -> dict | None:
     threads = json.loads(environment.read_text()).get("torch_threads") if environment.exists() else None
     best = metrics.get("best_epoch")
     best_is_last = best is not None and best == epochs - 1
+    nan_epochs = sum(any(key.endswith("_nonfinite") for key in row) for row in metrics.get("curves") or [])
     return {"epochs": epochs, "seconds": seconds, "per_epoch": seconds / epochs, "threads": threads,
             "best": best, "best_is_last": best_is_last,
-            "last_gain": _last_epoch_gain(metrics, best) if best_is_last else None}
+            "last_gain": _last_epoch_gain(metrics, best) if best_is_last else None, "nan_epochs": nan_epochs}
 
 
 def _last_epoch_gain(metrics: dict, best: int) -> float | None:
@@ -84,7 +86,9 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
         "best_is_last": groups.best_is_last.sum(),
         "best_known": groups.best.count(),
         "last_gain_min": groups.last_gain.min(),
-        "last_gain_max": groups.last_gain.max()})
+        "last_gain_max": groups.last_gain.max(),
+        "nan_epochs": groups.nan_epochs.sum(),
+        "nan_seeds": groups.nan_epochs.agg(lambda counts: int((counts > 0).sum()))})
     order = {name: i for i, name in enumerate(order_datasets(table.index.get_level_values("dataset")))}
     return table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
 
@@ -92,18 +96,20 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
 def render_timing(table: pd.DataFrame) -> str:
     """The timing table as Markdown."""
     header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed",
-              "best epoch", "best = last", "last-epoch gain"]
+              "best epoch", "best = last", "last-epoch gain", "NaN evaluations"]
     rows = [[model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
              f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}", _best_range(row),
              "-" if pd.isna(row.best_min) else f"{int(row.best_is_last)} of {int(row.best_known)}",
-             _gain_range(row)]
+             _gain_range(row), _nan_evaluations(row)]
             for (model, dataset), row in table.iterrows()]
     return "\n".join(markdown_table(header, rows) + [
         "", "Training steps only (evaluation excluded), wall clock as each run recorded it in metrics.json, under "
             "whatever else the machine ran at the time. best epoch: the range (0-based) of the epoch each seed "
             "selected; best = last: seeds whose best epoch is the last they ran, still improving when the "
             "schedule ended; last-epoch gain: by how much (range over those seeds) their last epoch improved "
-            "the monitored validation value over the best earlier epoch."]) + "\n"
+            "the monitored validation value over the best earlier epoch; NaN evaluations: epochs whose "
+            "predictions were not finite (metrics recorded as NaN, never selected; zoo.engine.divergence), "
+            "and in how many seeds."]) + "\n"
 
 
 def _best_range(row) -> str:
@@ -111,6 +117,13 @@ def _best_range(row) -> str:
         return "-"
     low, high = int(row.best_min), int(row.best_max)
     return str(low) if low == high else f"{low}-{high}"
+
+
+def _nan_evaluations(row) -> str:
+    if not row.nan_epochs:
+        return "-"
+    return f"{int(row.nan_epochs)} epoch{'s' * (row.nan_epochs != 1)} in {int(row.nan_seeds)} " \
+        f"seed{'s' * (row.nan_seeds != 1)}"
 
 
 def _gain_range(row) -> str:
