@@ -64,10 +64,13 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path, checkpoint_e
 
 
 @pytest.mark.parametrize("mode", ["min", "max"])
-def test_nan_epochs_are_never_best_and_all_nan_is_an_error(tmp_path, mode):
+def test_nan_epochs_are_never_best_and_all_nan_is_an_error(tmp_path, mode, capsys):
     nan = float("nan")
     state, _ = _loop(tmp_path / "some", [nan, 3.0, nan, 2.0], patience=9, mode=mode)
     assert state["best_epoch"] == (3 if mode == "min" else 1)
+    said = [line for line in capsys.readouterr().out.splitlines() if "non-finite" in line]
+    assert said == [f"the run, epoch {e}: non-finite evaluation, recorded as NaN (val_mae); model selection never "
+                    "takes a NaN val_mae" for e in (0, 2)]
     with pytest.raises(TrainingDiverged, match="the run: none of its 3 epochs gave a finite val_mae"):
         _loop(tmp_path / "all", [nan, nan, nan], patience=9, mode=mode)
 

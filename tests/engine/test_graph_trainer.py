@@ -192,9 +192,9 @@ def test_non_finite_evaluations_are_recorded_as_nan_and_never_selected(esol, tmp
     saved = json.loads((tmp_path / "nan" / "metrics.json").read_text())
     assert math.isnan(saved["curves"][0]["val_mae"]) and saved["final"] == metrics["final"]
     out = capsys.readouterr().out
-    n_val = esol.sizes["val"]
-    assert f"esol_tiny seed 0, epoch 0: {n_val} of {n_val} val graphs got non-finite predictions" in out
-    assert "epoch 2:" in out and "epoch 1:" not in out
+    assert (f"esol_tiny seed 0, epoch 0: non-finite evaluation, recorded as NaN (val_loss, val_mae, test_loss, "
+            f"test_mae; val_nonfinite {esol.sizes['val']}; test_nonfinite {esol.sizes['test']})") in out
+    assert "epoch 2: non-finite" in out and "epoch 1: non-finite" not in out
 
 
 def test_no_finite_validation_epoch_is_an_error_not_a_model(esol, tmp_path):

@@ -144,7 +144,9 @@ def run_epochs(
             for scheduler in schedulers:
                 scheduler.step()
             state["train_seconds"] += time.perf_counter() - started
-            row.update(evaluate())
+            evaluated = evaluate()
+            row.update(evaluated)
+            _say_non_finite(desc, state["epoch"], evaluated, monitor)
             state["curves"].append(row)
             if better(row[monitor], state["best"]):
                 state.update(best=row[monitor], best_epoch=state["epoch"], bad_epochs=0,
@@ -174,6 +176,15 @@ def run_epochs(
                                f"(NaN in the curves of last.pt), so there is no model to select. To go on, {FIXES}, "
                                "and rerun with --force")
     return state
+
+
+def _say_non_finite(desc: str, epoch: int, evaluated: dict, monitor: str) -> None:
+    """One line (rank 0) for an evaluation with NaN values, with the trainer's ``*_nonfinite`` counts."""
+    nan = [key for key, value in evaluated.items() if isinstance(value, float) and math.isnan(value)]
+    if nan and is_main():
+        counts = "".join(f"; {key} {value}" for key, value in evaluated.items() if key.endswith("_nonfinite"))
+        print(f"{desc or 'the run'}, epoch {epoch}: non-finite evaluation, recorded as NaN ({', '.join(nan)}{counts}); "
+              f"model selection never takes a NaN {monitor}")
 
 
 def finish(run_dir: Path) -> None:

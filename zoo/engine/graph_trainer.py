@@ -19,7 +19,7 @@ from zoo.analysis.gate_diagnostics import gate_diagnostics
 from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
-from zoo.engine.distributed import all_sum, is_main, main_first, say, shard_train_loader, sharded_predict, world
+from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
 from zoo.engine.divergence import check_loss, nonfinite_rows
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
@@ -202,21 +202,14 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
             size = all_sum(len(target))  # graphs in the global batch
             total, count = total + mean_loss * size, count + size
             checkpoints.done(step, {"total": total, "count": count})
-        trained_epoch[0] = epoch
         return {"train_loss": total / count, "lr": optimizer.param_groups[0]["lr"], **index_trajectory(model)}
-
-    trained_epoch = [None]  # the epoch evaluate() follows, for its warning
 
     def evaluate() -> dict:
         row = {}
         for split in ("val", "test"):
             output, target = sharded_predict(partial(predict, device=device), model, loaders[split])
             scores = split_scores(output, target, data.task, (metric,))
-            row.update({f"{split}_{key}": value for key, value in scores.items()})
-            if "nonfinite" in scores:
-                say(f"{recipe.name} seed {seed}, epoch {trained_epoch[0]}: {scores['nonfinite']} of {len(output)} "
-                    f"{split} graphs got non-finite predictions in evaluation (the training loss is finite); this "
-                    f"epoch's {split} {metric} is recorded as NaN, and model selection skips it")
+            row.update({f"{split}_{key}": value for key, value in scores.items()})  # run_epochs says so if NaN
         return row
 
     optimizers = [optimizer] if index_optimizer is None else [optimizer, index_optimizer]
