@@ -28,6 +28,9 @@ from the same runs (those of --models and --reference, if given) and names on st
 figure or run left out, with what is missing. With --paper, Figure 2 ranks over the paper's datasets only.
 It needs matplotlib (pip install -e '.[plots]').
 
+Seeds whose training diverged (their diverged.json) have no result; a section after the table names
+them with their message.
+
 Prints Markdown to stdout. Exit codes: 0 done, 2 bad arguments or no usable runs.
 """
 from __future__ import annotations
@@ -44,7 +47,7 @@ from zoo.analysis.mechanism_report import mechanism_runs, render_mechanism  # no
 from zoo.analysis.per_seed_report import render_per_seed  # noqa: E402
 from zoo.analysis.pruning_report import pruning_table, render_pruning  # noqa: E402
 from zoo.analysis.report import PAPERS, figure_table, render_report, report_table  # noqa: E402
-from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
+from zoo.analysis.runs import ReportError, collect_runs, diverged_runs  # noqa: E402
 from zoo.analysis.table_statistics import HOLM_FAMILIES  # noqa: E402
 from zoo.analysis.tables import parse_tuned  # noqa: E402
 from zoo.analysis.timing_report import render_timing, timing_table  # noqa: E402
@@ -105,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         markdown, frame = render_report(table, args.reference, args.alpha, args.holm, args.paper)
         if args.per_seed:
             markdown += "\n## Per seed\n\n" + render_per_seed(table)
+        diverged = [row for row in diverged_runs(args.paths) if not models or row["model"] in {*models, args.reference}]
+        if diverged:
+            markdown += ("\n## Diverged seeds\n\nThese seeds have no result (their `diverged.json`), so the table's "
+                         "means and paired tests leave them out:\n\n"
+                         + "".join(f"* {row['recipe']} seed {row['seed']}: {row['message']}\n" for row in diverged))
         if args.diagnostics or args.pruning or args.timing or args.plots:
             every_run = collect_runs(args.paths)
             runs = every_run[every_run.model.isin(models)] if models else every_run

@@ -1,5 +1,6 @@
 """Run a list of recipes over seeds, one after another (a recipe whose data is missing is
-skipped and reported; the others still run).
+skipped and reported; the others still run). Exit code 1 if a recipe failed or was skipped, else
+3 if a seed diverged (recorded in its diverged.json and left out of the summaries), else 0.
 
     python tools/sweep.py recipes/cora_*.yaml recipes/texas_ltga_*.yaml --seeds 0-9 --out runs/ltga
     python tools/sweep.py recipes/zinc_cpu_*.yaml --order seed --out runs/zinc_cpu   # seed 0 of all, then seed 1, ...
@@ -64,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\n{RESUME_HINT}", file=sys.stderr)
         return 130
-    return 1 if any(isinstance(result, str) for result in results.values()) else 0
+    if any(isinstance(result, str) for result in results.values()):
+        return 1
+    return 3 if any(result.get("diverged") for result in results.values()) else 0
 
 
 if __name__ == "__main__":

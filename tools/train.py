@@ -9,7 +9,8 @@
         # (DGL's tools/launch.py sets their roles); without DGL_DIST_MODE: standalone, 1 partition
 
 Exit codes: 0 done, 1 data error, 2 bad recipe or arguments, 3 training diverged (a non-finite loss;
-the message names the batch and what to change), 130 interrupted (rerun to resume).
+the message names the batch and what to change; the seed is recorded in its diverged.json and the
+other seeds still train), 130 interrupted (rerun to resume).
 """
 from __future__ import annotations
 
@@ -60,8 +61,12 @@ def main(argv: list[str] | None = None) -> int:
                 for seed in seeds if seeds is not None else recipe.seeds:
                     train_dist_graph(recipe, data, seed, args.out, force=args.force)
             else:
-                run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet,
-                           device=args.device)
+                summary = run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet,
+                                     device=args.device)
+                if summary.get("diverged"):
+                    print(f"error: seed {', '.join(map(str, summary['diverged']))} of {recipe.name} diverged (its "
+                          "diverged.json has the message; --force retrains it)", file=sys.stderr)
+                    return 3
     except DatasetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.analysis.report_inputs import CASES, SEEDS, write_run
-from zoo.analysis.runs import ReportError, collect_runs, per_seed_rows
+from tests.analysis.report_inputs import CASES, SEEDS, write_mae_run, write_run
+from tests.tools.tool_loader import load_tool
+from zoo.analysis.runs import ReportError, collect_runs, diverged_runs, per_seed_rows
 
 
 def test_collect_runs_reads_identity_from_config(runs):
@@ -97,3 +98,26 @@ def test_grouped_seed_means_by_hand():
     assert (two.score, two.score_sd, two.metric, two.n) == (pytest.approx(0.7), pytest.approx(0.02 ** 0.5), "accuracy", 2)  # sd of 0.8, 0.6
     assert table.loc[("cora", "gcn", 8)].n == 1 and ("cora", "gat", 0) not in table.index
     assert grouped_seed_means(runs[runs.model == "gat"], pattern, ["model", "layers"], read, ["score"]) is None
+
+
+def test_diverged_seeds_are_listed_under_the_report_not_averaged(tmp_path, capsys):
+    for seed, (g1, relu) in enumerate([(0.0892, 0.1108), (0.0906, 0.0920), (0.0931, None)]):
+        write_mae_run(tmp_path, "g1", seed, val=g1 + 0.01, test=g1)
+        if relu is not None:
+            write_mae_run(tmp_path, "relu", seed, val=relu + 0.01, test=relu)
+    seed_dir = tmp_path / "zinc_relu" / "0123456789" / "seed2"
+    seed_dir.mkdir()
+    message = "training diverged: the training loss is nan at epoch 4, batch 7 of zinc_relu seed 2"
+    (seed_dir / "diverged.json").write_text(json.dumps({"recipe": "zinc_relu", "seed": 2, "message": message}))
+    assert diverged_runs([tmp_path]) == [{"recipe": "zinc_relu", "model": "relu", "dataset": "zinc", "seed": 2,
+                                          "message": message, "path": str(seed_dir)}]
+    assert sorted(collect_runs([tmp_path]).query("model == 'relu'").seed) == [0, 1]
+
+    tool = load_tool("report")
+    assert tool.main([str(tmp_path), "--reference", "g1"]) == 0
+    out = capsys.readouterr().out
+    assert out.split("## Diverged seeds")[1].strip().splitlines()[-1] == f"* zinc_relu seed 2: {message}"
+    assert "0.1014" in out  # relu's mean MAE over its two finished seeds, (0.1108 + 0.0920) / 2
+    assert tool.main([str(tmp_path), "--models", "g1"]) == 0 and "Diverged" not in capsys.readouterr().out
+    (seed_dir / "diverged.json").write_text("{}")
+    assert tool.main([str(tmp_path)]) == 2 and "is not a diverged seed's record" in capsys.readouterr().err

@@ -186,3 +186,69 @@ def test_summary_json_covers_every_finished_seed_while_the_return_covers_those_a
     written = json.loads((experiment.run_folder(recipe, out) / "summary.json").read_text())
     assert written["seeds"] == [0, 1, 2] and written["metrics"]["test"]["accuracy"]["values"] == [0.25, 1.25, 2.25]
     assert written["metrics"]["test"]["accuracy"]["mean"] == 1.25 and written["metrics"]["test"]["accuracy"]["n"] == 3
+
+
+def _diverging_at(seeds_that_diverge, trained):
+    """The counting trainer, except that the seeds given diverge after a first checkpoint."""
+    finish = _counting_trainer(trained)
+
+    def train(recipe, data, seed, seed_dir, **kwargs):
+        if seed in seeds_that_diverge:
+            trained.append((recipe.name, seed))
+            (seed_dir / "last.pt").write_bytes(b"state")
+            raise TrainingDiverged(f"training diverged: the training loss is nan at epoch 1 of {recipe.name} seed {seed}")
+        return finish(recipe, data, seed, seed_dir, **kwargs)
+    return train
+
+
+def test_a_diverged_seed_is_recorded_the_others_train_and_a_rerun_does_not_retrain_it(tmp_path, monkeypatch, capsys):
+    trained = []
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", _diverging_at({1}, trained))
+    recipe = build_recipe({**GCN, "name": "cora_gcn", "seeds": [0, 1, 2]})
+    out = tmp_path / "runs"
+    summary = experiment.run_recipe(recipe, out)
+    assert trained == [("cora_gcn", 0), ("cora_gcn", 1), ("cora_gcn", 2)]
+    assert summary["seeds"] == [0, 2] and summary["diverged"] == [1]
+    assert summary["metrics"]["test"]["accuracy"]["values"] == [0.25, 2.25]
+    base = experiment.run_folder(recipe, out)
+    assert json.loads((base / "seed1" / "diverged.json").read_text()) == {
+        "recipe": "cora_gcn", "seed": 1, "message": "training diverged: the training loss is nan at epoch 1 of cora_gcn seed 1"}
+    assert (base / "seed1" / "last.pt").exists()  # kept: deleting diverged.json resumes there
+    written = json.loads((base / "summary.json").read_text())
+    assert (written["seeds"], written["diverged"]) == ([0, 2], [1])
+    assert "cora_gcn (cora, gcn) over 2 seed(s)" in capsys.readouterr().out
+
+    again = experiment.run_recipe(recipe, out)
+    assert len(trained) == 3 and again["diverged"] == [1]
+    assert "seed 1: diverged in an earlier run" in capsys.readouterr().out
+    (base / "seed1" / "stale.txt").write_text("")
+    with pytest.raises(TrainingDiverged, match="epoch 1 of cora_gcn seed 1"):  # the only seed asked for diverged
+        experiment.run_recipe(recipe, out, seeds=[1], force=True)  # --force retrains it, from scratch
+    assert trained[-1] == ("cora_gcn", 1) and len(trained) == 4
+    assert sorted(p.name for p in (base / "seed1").iterdir()) == ["config.yaml", "diverged.json", "environment.json",
+                                                                  "last.pt"]
+
+
+def test_a_recipe_whose_every_seed_diverged_raises_naming_the_record(tmp_path, monkeypatch):
+    trained = []
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", _diverging_at({0, 1}, trained))
+    recipe = build_recipe({**GCN, "name": "cora_gcn", "seeds": [0, 1]})
+    for _ in range(2):  # trained once, then reported from the record
+        with pytest.raises(TrainingDiverged, match=r"^training diverged: the training loss is nan at epoch 1 of "
+                                                   r"cora_gcn seed 0 \(seed 0, 1 of cora_gcn: recorded in .*seed0"):
+            experiment.run_recipe(recipe, tmp_path / "runs")
+    assert trained == [("cora_gcn", 0), ("cora_gcn", 1)]
+    assert not list((tmp_path / "runs").rglob("summary.json"))
+
+
+def test_a_sweep_in_seed_order_goes_on_past_a_diverged_seed(tmp_path, monkeypatch, capsys):
+    trained = []
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", _diverging_at({1}, trained))
+    a = build_recipe({**GCN, "name": "a", "seeds": [0, 1, 2]})
+    results = experiment.run_sweep([a], tmp_path / "runs", order="seed")
+    assert trained == [("a", 0), ("a", 1), ("a", 2)]
+    assert (results["a"]["seeds"], results["a"]["diverged"]) == ([0, 2], [1])
+    assert "sweep done: 1 recipe(s) ran; diverged (diverged.json, not in the summaries): a seed 1" in capsys.readouterr().out

@@ -19,7 +19,7 @@ def _finish(seed_dir, seconds):
 
 @pytest.fixture
 def recipes():
-    recipe = dataclasses.replace(load_recipe(ROOT / "recipes/texas_gcn.yaml"), seeds=[0, 1, 2, 3, 4])
+    recipe = dataclasses.replace(load_recipe(ROOT / "recipes/texas_gcn.yaml"), seeds=[0, 1, 2, 3, 4, 5])
     return recipe, dataclasses.replace(recipe, name="texas_gcn_twin")  # same config hash, another name
 
 
@@ -33,15 +33,19 @@ def test_each_state_and_its_time_left(tmp_path, recipes):
     save_checkpoint({"state": {"epoch": 4, "train_seconds": 40.0}}, base / "seed2" / "last.pt")
     (base / "seed3").mkdir()  # started, no epoch finished yet
     _finish(run_folder(twin, tmp_path) / "seed4", 700.0)  # the twin finished seed 4 first
+    (base / "seed5").mkdir()  # diverged at epoch 3: a sweep reports it, never retrains it
+    save_checkpoint({"state": {"epoch": 3, "train_seconds": 30.0}}, base / "seed5" / "last.pt")
+    (base / "seed5" / "diverged.json").write_text(json.dumps({"message": "training diverged: ..."}))
 
     rows = sweep_status([recipe, twin], tmp_path)
     mine = {row.seed: row for row in rows if row.recipe == recipe.name}
-    assert [mine[s].state for s in range(5)] == ["finished", "finished", "under way", "under way", "twin"]
+    assert [mine[s].state for s in range(6)] == ["finished", "finished", "under way", "under way", "twin", "diverged"]
+    assert mine[5].left == 0.0
     assert (mine[2].epoch, mine[2].seconds, mine[2].left) == (4, 40.0, pytest.approx(10.0 * (epochs - 4)))
     assert (mine[3].epoch, mine[3].left) == (0, 200.0)  # the mean of seeds 0 and 1
     assert (mine[4].seconds, mine[4].left) == (700.0, 0.0)
     theirs = {row.seed: row for row in rows if row.recipe == twin.name}
-    assert [theirs[s].state for s in range(5)] == ["twin", "twin", "to run", "to run", "finished"]
+    assert [theirs[s].state for s in range(6)] == ["twin", "twin", "to run", "to run", "finished", "to run"]
     assert theirs[2].left == theirs[3].left == 700.0  # its own finished seed sets its pace
 
 
@@ -66,7 +70,7 @@ def test_a_recipe_with_no_finished_seed_is_not_estimated(tmp_path, recipes):
     rows = sweep_status([recipe], tmp_path, seeds=[0, 1])
     assert [(row.state, row.left) for row in rows] == [("to run", None), ("to run", None)]
     text = format_status(rows)
-    assert "texas_gcn  -         -     -          0-1     ?" in text
+    assert "texas_gcn  -         -     -         -          0-1     ?" in text
     assert "Training time left: not estimated, no recipe has a finished seed or a whole epoch under way yet." in text
     assert not (tmp_path / recipe.name).exists()  # looking creates nothing
 
@@ -90,9 +94,9 @@ def test_table_lists_seed_ranges_and_totals():
     rows = [SeedStatus("a", s, "finished", 10, seconds=360.0, left=0.0) for s in (0, 1, 2, 5)]
     rows += [SeedStatus("a", 7, "to run", 10, left=360.0), SeedStatus("b", 0, "under way", 10, epoch=3, left=7200.0)]
     lines = format_status(rows).splitlines()
-    assert lines[1].split() == ["a", "0-2,5", "-", "-", "7", "0.1"]
-    assert lines[2].split() == ["b", "-", "-", "0", "(epoch", "3/10)", "-", "2.0"]
-    assert lines[4] == "6 runs: 4 finished, 0 twin, 1 under way, 1 to run."
+    assert lines[1].split() == ["a", "0-2,5", "-", "-", "-", "7", "0.1"]
+    assert lines[2].split() == ["b", "-", "-", "-", "0", "(epoch", "3/10)", "-", "2.0"]
+    assert lines[4] == "6 runs: 4 finished, 0 twin, 0 diverged, 1 under way, 1 to run."
     assert lines[5] == "Training time left: 2.1 h."
     rows.append(SeedStatus("c", 0, "to run", 10))
     assert format_status(rows).splitlines()[6] == ("Training time left: 2.1 h for 6 runs; 1 runs of recipes with no "
@@ -105,8 +109,8 @@ def test_status_flag_trains_nothing(offline_env, tmp_path, capsys):
     capsys.readouterr()
     assert sweep_cli.main([recipe, "--seeds", "0-2", "--epochs", "2", "--out", str(tmp_path), "--status"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[1].split()[:5] == ["texas_gcn", "0", "-", "-", "1-2"]
-    assert "3 runs: 1 finished, 0 twin, 0 under way, 2 to run." in out
+    assert out.splitlines()[1].split()[:6] == ["texas_gcn", "0", "-", "-", "-", "1-2"]
+    assert "3 runs: 1 finished, 0 twin, 0 diverged, 0 under way, 2 to run." in out
     (run,) = (tmp_path / "texas_gcn").iterdir()
     assert sorted(p.name for p in run.glob("seed*")) == ["seed0"]
 

@@ -30,3 +30,15 @@ def test_sweep_in_seed_order_summarises_every_seed(offline_env, tmp_path, capsys
     for name in ("texas_gcn", "texas_gat"):
         (run,) = (tmp_path / name).iterdir()
         assert json.loads((run / "summary.json").read_text())["seeds"] == [0, 1]
+
+
+def test_exit_code_3_when_a_seed_diverged_and_1_when_a_recipe_failed(monkeypatch, tmp_path):
+    recipe = [str(ROOT / "recipes/texas_gcn.yaml"), "--out", str(tmp_path)]
+    outcomes = {"ran": {"texas_gcn": {"seeds": [0, 1], "diverged": []}},
+                "diverged": {"texas_gcn": {"seeds": [0], "diverged": [1]}},
+                "failed": {"texas_gcn": {"seeds": [0], "diverged": [1]}, "b": "TrainingDiverged: ..."}}
+    codes = {}
+    for name, results in outcomes.items():
+        monkeypatch.setattr(sweep_cli, "run_sweep", lambda *args, results=results, **kwargs: results)
+        codes[name] = sweep_cli.main(recipe)
+    assert codes == {"ran": 0, "diverged": 3, "failed": 1}

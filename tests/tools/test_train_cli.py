@@ -62,5 +62,16 @@ def test_a_diverging_run_exits_3_naming_the_place_and_the_fix(offline_env, tmp_p
     assert "--set optim.lr=" in err
     (seed_dir,) = tmp_path.glob("cora_gat/*/seed0")
     assert (seed_dir / "last.pt").exists() and not (seed_dir / "metrics.json").exists()
-    assert train_cli.main(args) == 3  # a rerun resumes from last.pt and stops at the same place
-    assert "epoch 1 of cora_gat seed 0" in capsys.readouterr().err
+    assert (seed_dir / "diverged.json").exists()
+    stamp = (seed_dir / "last.pt").stat().st_mtime_ns
+    assert train_cli.main(args) == 3  # a rerun reports the record and trains nothing
+    captured = capsys.readouterr()
+    assert "epoch 1 of cora_gat seed 0" in captured.err and "diverged.json; a rerun reports it again" in captured.err
+    assert "seed 0: diverged in an earlier run" in captured.out and (seed_dir / "last.pt").stat().st_mtime_ns == stamp
+
+
+def test_some_seeds_diverged_exits_3_after_the_others_train(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(train_cli, "run_recipe", lambda *args, **kwargs: {"seeds": [0, 2], "diverged": [1, 3]})
+    assert train_cli.main([str(ROOT / "recipes/cora_gat.yaml"), "--seeds", "0-3", "--out", str(tmp_path)]) == 3
+    assert capsys.readouterr().err == ("error: seed 1, 3 of cora_gat diverged (its diverged.json has the message; "
+                                       "--force retrains it)\n")

@@ -85,6 +85,26 @@ def collect_runs(paths) -> pd.DataFrame:
     return df
 
 
+def diverged_runs(paths) -> list[dict]:
+    """One ``{"recipe", "model", "dataset", "seed", "message", "path"}`` per seed under ``paths`` whose
+    training diverged (``seed<k>/diverged.json``, :mod:`zoo.engine.divergence`): runs with no result,
+    which :func:`collect_runs` does not see."""
+    rows, configs = [], {}
+    for root in [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]:
+        for path in sorted(root.rglob("diverged.json")):
+            seed_dir, run_dir = path.parent, path.parent.parent
+            config = configs.setdefault(run_dir, _read_config(run_dir, seed_dir))
+            try:
+                record = json.loads(path.read_text())
+                recipe, seed, message = record["recipe"], int(record["seed"]), record["message"]
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+                raise ReportError(f"{path} is not a diverged seed's record ({err!r})") from err
+            prefix = f"{config['dataset']}_"
+            rows.append({"recipe": recipe, "model": recipe[len(prefix):] if recipe.startswith(prefix) else recipe,
+                         "dataset": config["dataset"], "seed": seed, "message": message, "path": str(seed_dir)})
+    return rows
+
+
 def per_seed_rows(runs: pd.DataFrame, read) -> list[dict]:
     """``read(seed_dir)`` for each run of ``runs`` (:func:`collect_runs` output) that returns a dict,
     with the run's model, dataset and seed added in front; runs where it returns None are left out.

@@ -6,6 +6,9 @@
   running statistics, lets activations overflow on some graphs) do not stop it: the trainer
   records that epoch's metrics as NaN, with the number of graphs affected
   (:func:`nonfinite_rows`), and model selection never picks a NaN epoch.
+* A seed that diverged is recorded in its folder (:func:`record_divergence`, ``diverged.json``), so
+  a rerun or a later sweep reports it instead of training it into the same NaN again; ``--force``
+  retrains it from scratch.
 
 >>> check_loss(0.5, "epoch 0, batch 1")
 0.5
@@ -14,9 +17,15 @@
 """
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import torch
+
+from zoo.engine.checkpoint import write_json
+
+DIVERGED = "diverged.json"
 
 FIXES = ("lower the learning rate (optim.lr: --set optim.lr=5e-4 with tools/train.py, --lr with tools/finetune.py), "
          "lengthen optim.warmup_epochs or set optim.clip_grad_norm")
@@ -32,11 +41,21 @@ def check_loss(value: float, where: str) -> float:
     if not math.isfinite(value):
         raise TrainingDiverged(
             f"training diverged: the training loss is {value} at {where}, so no update was made from it. "
-            f"last.pt holds an earlier state; rerunning tools/train.py or tools/sweep.py resumes there and, on "
-            f"the same machine, diverges there again. To go on, check the inputs for NaN, or {FIXES}.")
+            f"last.pt holds an earlier state. To go on, check the inputs for NaN, or {FIXES}.")
     return value
 
 
 def nonfinite_rows(output: torch.Tensor) -> int:
     """How many rows (graphs, nodes) of ``output`` hold a NaN or an infinity."""
     return int((~torch.isfinite(output)).reshape(len(output), -1).any(1).sum())
+
+
+def record_divergence(seed_dir: Path, recipe: str, seed: int, err: TrainingDiverged) -> None:
+    """Write ``seed_dir/diverged.json``: this seed's run ended in :class:`TrainingDiverged` ``err``."""
+    write_json({"recipe": recipe, "seed": seed, "message": str(err)}, Path(seed_dir) / DIVERGED)
+
+
+def recorded_divergence(seed_dir: Path) -> str | None:
+    """The message of ``seed_dir``'s recorded divergence, or None if it has none."""
+    path = Path(seed_dir) / DIVERGED
+    return json.loads(path.read_text())["message"] if path.exists() else None

@@ -14,7 +14,7 @@ from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_d
 from zoo.engine.checkpoint import CheckpointError, write_json
 from zoo.engine.distributed import (all_sum, barrier, init_from_env, is_main, load_once_per_machine, main_first,
                                     requested_world_size, say)
-from zoo.engine.divergence import TrainingDiverged
+from zoo.engine.divergence import DIVERGED, TrainingDiverged, record_divergence, recorded_divergence
 from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
@@ -38,6 +38,11 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     finished under ``out`` is copied from it, not retrained, unless ``force``. A seed folder that
     another process is training raises :class:`~zoo.engine.run_lock.RunBusyError`.
 
+    A seed whose training diverges (:class:`~zoo.engine.divergence.TrainingDiverged`) is recorded
+    in ``diverged.json`` and the next seed goes on; a rerun reports a recorded seed without
+    training it again (``force`` retrains it). The summary covers the finished seeds and lists the
+    diverged ones under ``diverged``; if no seed asked for finished, the divergence is raised.
+
     Returns the summary (mean and sd of every final metric) of the seeds asked for. The config
     folder's ``summary.json`` covers every seed finished there, those of other invocations too
     (a sweep over seeds 0-3 beside one over seed 4), so it never shows fewer seeds than exist.
@@ -59,13 +64,18 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     base = run_folder(recipe, out)
     resolved = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
     per_seed_split = card.get("split", {}).get("protocol") == "random"
-    runs, graph_data = [], None
+    runs, diverged, graph_data = [], {}, None
     for seed in seeds if seeds is not None else recipe.seeds:
         seed_dir = base / f"seed{seed}"
         finished = seed_dir / "metrics.json"
         if finished.exists() and not force:
             say(f"seed {seed}: finished run found in {seed_dir}, skipping it (use --force to retrain)")
             runs.append(json.loads(finished.read_text()))
+            continue
+        if (message := recorded_divergence(seed_dir)) is not None and not force:
+            say(f"seed {seed}: diverged in an earlier run ({seed_dir / DIVERGED}), not retrained (use --force "
+                f"to retrain it from scratch): {message}")
+            diverged[seed] = message
             continue
         twin = None if force or seed_dir.exists() else finished_twin(base, seed_dir.name)
         if twin is not None:
@@ -100,7 +110,14 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                 (base / "config.yaml").write_text(resolved)
                 (seed_dir / "config.yaml").write_text(resolved)
                 write_json(environment(), seed_dir / "environment.json")
-            metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
+            try:
+                metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
+            except TrainingDiverged as err:  # every rank raises it: the loss checked is all-reduced
+                if rank0:
+                    record_divergence(seed_dir, recipe.name, seed, err)
+                say(f"seed {seed}: {err} (recorded in {seed_dir / DIVERGED}; the next seed goes on)")
+                diverged[seed] = str(err)
+                continue
         if not rank0:
             continue
         main = metrics["main_metric"]
@@ -108,19 +125,31 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
               f"val {main} {metrics['final']['val'][main]:.4f}, test {main} {metrics['final']['test'][main]:.4f}")
         runs.append(metrics)
     barrier()  # every seed's files are written before any rank reads them (e.g. tools/tune.py)
+    if not runs and diverged:
+        first = min(diverged)
+        raise TrainingDiverged(f"{diverged[first]} (seed {_seeds(diverged)} of {recipe.name}: recorded in "
+                               f"{base / f'seed{first}' / DIVERGED}; a rerun reports it again, --force retrains)")
     if not rank0:
         return {}
-    summary = _summary(recipe, runs)
-    write_json(_summary(recipe, _finished_runs(base)), base / "summary.json")
-    print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}")
+    summary = _summary(recipe, runs, sorted(diverged))
+    recorded = sorted(int(path.parent.name.removeprefix("seed")) for path in base.glob(f"seed*/{DIVERGED}"))
+    write_json(_summary(recipe, _finished_runs(base), recorded), base / "summary.json")
+    print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}"
+          + (f"; seed {_seeds(diverged)} diverged and is not in it" if diverged else ""))
     print(format_summary(summary["metrics"]))
     return summary
 
 
-def _summary(recipe: Recipe, runs: list[dict]) -> dict:
-    """Mean and sd of every final metric over ``runs``, with the recipe and seeds they came from."""
+def _summary(recipe: Recipe, runs: list[dict], diverged: list[int]) -> dict:
+    """Mean and sd of every final metric over ``runs``, with the recipe and seeds they came from, and
+    the seeds that diverged."""
     return {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [r["seed"] for r in runs],
-            "main_metric": runs[0]["main_metric"], "metrics": summarize_seeds(runs)}
+            "diverged": diverged, "main_metric": runs[0]["main_metric"], "metrics": summarize_seeds(runs)}
+
+
+def _seeds(diverged: dict) -> str:
+    """The seeds of ``diverged`` as ``"1, 3"``."""
+    return ", ".join(str(seed) for seed in sorted(diverged))
 
 
 def _finished_runs(base: Path) -> list[dict]:
@@ -189,7 +218,8 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     seed ``k`` of every recipe before seed ``k + 1`` of any, so a sweep cut short (a study spread
     over several sessions) leaves the same seeds of every recipe: paired rows.
 
-    Returns ``{recipe name: summary}``, or the error message for recipes that could not run: a
+    Returns ``{recipe name: summary}`` (its ``diverged`` lists the seeds that diverged), or the error
+    message for recipes that could not run: a
     missing dataset skips a recipe, and any other error but an unreadable checkpoint or a seed that
     another process is training (:class:`~zoo.engine.run_lock.RunBusyError`; both stop the sweep)
     fails only that recipe, printed with its traceback; the sweep goes on with the next one.
@@ -230,6 +260,9 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
                     "goes on with the next recipe)")
                 results[recipe.name] = f"{type(err).__name__}: {err}"
     failed = [name for name, result in results.items() if isinstance(result, str)]
+    diverged = [f"{name} seed {_seeds(result['diverged'])}" for name, result in results.items()
+                if isinstance(result, dict) and result.get("diverged")]
     say(f"\nsweep done: {len(results) - len(failed)} recipe(s) ran"
+        + (f"; diverged (diverged.json, not in the summaries): {'; '.join(diverged)}" if diverged else "")
         + (f"; skipped or failed: {', '.join(failed)}" if failed else ""))
     return results

@@ -1,6 +1,6 @@
 """Where a sweep stands, without training anything: each seed of each recipe is finished, copyable
-from a finished twin (another recipe with the same config hash), under way (with the epoch its
-``last.pt`` reached) or still to run, with the training time left (``tools/sweep.py --status``).
+from a finished twin (another recipe with the same config hash), diverged (``diverged.json``: a sweep
+does not retrain it), under way (with the epoch its ``last.pt`` reached) or still to run, with the training time left (``tools/sweep.py --status``).
 
 Times are ``train_seconds`` (the training steps' wall clock, evaluation not included), so they
 carry the load of the machine they ran on. A seed under way is extrapolated from its own pace
@@ -17,11 +17,12 @@ import json
 from pathlib import Path
 
 from zoo.engine.checkpoint import load_checkpoint
+from zoo.engine.divergence import DIVERGED
 from zoo.engine.epoch_loop import LAST
 from zoo.engine.experiment import finished_twin, run_folder
 from zoo.engine.recipe import Recipe
 
-STATES = ("finished", "twin", "under way", "to run")
+STATES = ("finished", "twin", "diverged", "under way", "to run")
 
 
 @dataclasses.dataclass
@@ -56,6 +57,8 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
                 metrics = json.loads(((twin or seed_dir) / "metrics.json").read_text())
                 own.append(SeedStatus(recipe.name, seed, "twin" if twin else "finished", epochs,
                                       seconds=metrics.get("train_seconds"), left=0.0))
+            elif (seed_dir / DIVERGED).exists():
+                own.append(SeedStatus(recipe.name, seed, "diverged", epochs, left=0.0))
             elif (seed_dir / LAST).exists():
                 saved = load_checkpoint(seed_dir / LAST)
                 loop, inside = saved["state"], (saved.get("partial") or {}).get("seconds", 0.0)
@@ -83,15 +86,15 @@ def format_status(rows: list[SeedStatus]) -> str:
     >>> print(format_status([SeedStatus("a", 0, "finished", 30, seconds=3600.0, left=0.0),
     ...                      SeedStatus("a", 1, "under way", 30, epoch=10, seconds=1200.0, left=2400.0),
     ...                      SeedStatus("a", 2, "to run", 30, left=3600.0)]))
-    recipe  finished  twin  under way        to run  hours left
-    a       0         -     1 (epoch 10/30)  2       1.7
+    recipe  finished  twin  diverged  under way        to run  hours left
+    a       0         -     -         1 (epoch 10/30)  2       1.7
     <BLANKLINE>
-    3 runs: 1 finished, 0 twin, 1 under way, 1 to run.
+    3 runs: 1 finished, 0 twin, 0 diverged, 1 under way, 1 to run.
     Training time left: 1.7 h.
     (train_seconds, at the pace of each recipe's finished seeds, or of its seeds under way when none has finished; evaluation not included)
     """
     names = list(dict.fromkeys(row.recipe for row in rows))
-    header = ["recipe", "finished", "twin", "under way", "to run", "hours left"]
+    header = ["recipe", *STATES, "hours left"]
     table = [header]
     for name in names:
         own = [row for row in rows if row.recipe == name]
