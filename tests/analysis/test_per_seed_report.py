@@ -21,6 +21,8 @@ def test_a_named_metric_in_table_units():
                      metric="mae", percent=False, higher_is_better=False)
     assert "| g1 | zinc | mae | 0.0956 | 0.0923 |" in render_per_seed(table)
     assert "in %" not in render_per_seed(table)
+    table.scores["g1", "zinc"][4] = 332872010293.39  # an eval-mode overflow: 3 significant digits
+    assert "| g1 | zinc | mae | 0.0956 | 3.33e+11 |" in render_per_seed(table)
 
 
 def test_cli_appends_the_per_seed_table(tmp_path, capsys):

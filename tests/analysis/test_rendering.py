@@ -51,6 +51,17 @@ def test_lower_is_better_in_metric_units_bolds_every_tie():
                           "| y | **0.5000 ± 0.0000** | **0.5000** | **1.50** |"]
 
 
+
+def test_a_blown_up_cell_reads_in_significant_digits():
+    """The ReLU gate's 4b seeds (0.1108 and an eval-mode overflow of 3.3e11): mean 1.66436e11 and
+    sd 2.35378e11, by hand, in 3 significant digits; small values keep the table's decimals."""
+    table = table_of({("relu", "z"): {0: 0.1108, 4: 332872010293.39}, ("g1", "z"): {0: 0.0892, 4: 0.0922}},
+                     rows=["g1", "relu"], datasets=["z"], metric="mae", percent=False, higher_is_better=False)
+    lines = render_markdown(table).splitlines()
+    assert lines[4:6] == ["| g1 | **0.0907 ± 0.0021** | **0.0907** | **1.00** |",
+                          "| relu | 1.66e+11 ± 2.35e+11 | 1.66e+11 | 2.00 |"]
+
+
 COLUMNS = ["dataset", "reference", "model", "n", "mean_diff", "test", "statistic", "p_value", "p_holm", "cohens_d",
            "shapiro_p"]
 

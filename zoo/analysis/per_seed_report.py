@@ -1,7 +1,7 @@
 """Each cell of a results table seed by seed: the numbers behind its mean ± sd and paired tests."""
 from __future__ import annotations
 
-from zoo.analysis.rendering import markdown_table
+from zoo.analysis.rendering import markdown_table, number
 from zoo.analysis.tables import ResultsTable
 
 
@@ -21,7 +21,7 @@ def render_per_seed(table: ResultsTable) -> str:
     for row, dataset in cells:
         scores = table.scores[row, dataset]
         metric = table.main_metrics[dataset] if table.metric == "main" else table.metric
-        lines.append([row, dataset, metric] + [f"{scores[s]:.{digits}f}" if s in scores.index else "-" for s in seeds])
+        lines.append([row, dataset, metric] + [number(scores[s], digits) if s in scores.index else "-" for s in seeds])
     unit = ", in %" if table.percent else ""
     return "\n".join(markdown_table(["model", "dataset", "metric"] + [f"seed {s}" for s in seeds], lines) + [
         "", f"{table.split} split{unit}, per seed; a tuned row shows the seeds of the model it picked."]) + "\n"

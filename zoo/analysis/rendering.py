@@ -31,6 +31,16 @@ def markdown_table(header: list[str], lines: list[list[str]]) -> list[str]:
     return out + ["| " + " | ".join(line) + " |" for line in lines]
 
 
+def number(value: float, digits: int, sign: str = "") -> str:
+    """``value`` with ``digits`` decimals, or in 3 significant digits from 1e6 on (the error of a
+    model whose evaluation blew up), so that the table stays readable; ``sign="+"`` signs it always.
+
+    >>> number(0.09291, 4), number(-332872010293.39, 4), number(0.0012, 4, "+")
+    ('0.0929', '-3.33e+11', '+0.0012')
+    """
+    return f"{value:{sign}.3g}" if abs(value) >= 1e6 else f"{value:{sign}.{digits}f}"
+
+
 def _bold_best(values: pd.Series, texts: list[str], lower: bool) -> list[str]:
     """Bold the texts whose value is the best of ``values`` (ties all bold)."""
     if values.isna().all():
@@ -65,8 +75,8 @@ def _cell_texts(table: ResultsTable, rows: list[str], paper: Paper | None) -> tu
             if np.isnan(mean.at[r, d]):
                 texts.append("-")
                 continue
-            text = f"{mean.at[r, d]:.{digits}f}"
-            text += "" if np.isnan(sd.at[r, d]) else f" ± {sd.at[r, d]:.{digits}f}"
+            text = number(mean.at[r, d], digits)
+            text += "" if np.isnan(sd.at[r, d]) else f" ± {number(sd.at[r, d], digits)}"
             texts.append(text + ("" if n.at[r, d] == typical else f" (n={int(n.at[r, d])})"))
         ranked = mean[d].where(mean.index.isin(table.rows))
         texts = _bold_best(ranked, texts, not table.higher_is_better)
@@ -82,7 +92,7 @@ def _average_columns(table: ResultsTable, block: ResultsTable, rows: list[str], 
     if table.oracles and block.complete_datasets:
         avg.update(block.cells("mean", list(table.oracles))[block.complete_datasets].mean(axis=1, skipna=False))
     texts = _bold_best(avg.where(avg.index.isin(table.rows)),
-                       ["-" if np.isnan(v) else f"{v:.{digits}f}" for v in avg], not table.higher_is_better)
+                       ["-" if np.isnan(v) else number(v, digits) for v in avg], not table.higher_is_better)
     if paper and paper.avg_comparable(block):
         texts = [t + (f" [{paper.rows[r].avg:.1f}]" if r in paper.rows else "") for r, t in zip(rows, texts)]
     rank = block.avg_rank.reindex(rows)
@@ -165,7 +175,7 @@ def _paired_lines(comparisons: pd.DataFrame, table: ResultsTable, alpha: float) 
             rows.append([r.dataset, r.model, str(r.n), "-", "not tested", "-", "-", "-", "-"])
             continue
         star = " *" if r.p_holm < alpha else ""
-        rows.append([r.dataset, r.model, str(r.n), f"{r.mean_diff:+.{digits}f}", "t" if r.test == "t" else "Wilcoxon",
+        rows.append([r.dataset, r.model, str(r.n), number(r.mean_diff, digits, "+"), "t" if r.test == "t" else "Wilcoxon",
                      f"{r.statistic:.3g}", _p(r.p_value), _p(r.p_holm) + star, f"{r.cohens_d:.2f}"])
     header = ["dataset", "model", "n", "diff", "test", "statistic", "p", "p (Holm)", "d"]
     return lines + (markdown_table(header, rows) if rows else ["No dataset has the reference and another row."])
