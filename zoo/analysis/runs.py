@@ -88,7 +88,11 @@ def collect_runs(paths) -> pd.DataFrame:
 def diverged_runs(paths) -> list[dict]:
     """One ``{"recipe", "model", "dataset", "seed", "message", "path"}`` per seed under ``paths`` whose
     training diverged (``seed<k>/diverged.json``, :mod:`zoo.engine.divergence`): runs with no result,
-    which :func:`collect_runs` does not see."""
+    which :func:`collect_runs` does not see.
+
+    >>> [(row["recipe"], row["seed"]) for row in diverged_runs(["runs/zinc_cpu"])]  # doctest: +SKIP
+    []
+    """
     rows, configs = [], {}
     for root in [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]:
         for path in sorted(root.rglob("diverged.json")):
