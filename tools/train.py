@@ -58,8 +58,15 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
             if args.dist_config:
                 data = open_dist_graph(recipe, args.dist_config, args.ip_config)
+                diverged = []
                 for seed in seeds if seeds is not None else recipe.seeds:
-                    train_dist_graph(recipe, data, seed, args.out, force=args.force)
+                    try:
+                        train_dist_graph(recipe, data, seed, args.out, force=args.force)
+                    except TrainingDiverged as err:  # recorded in its diverged.json; the next seed goes on
+                        print(f"error: {err}", file=sys.stderr)
+                        diverged.append(seed)
+                if diverged:
+                    return 3
             else:
                 summary = run_recipe(recipe, args.out, seeds=seeds, force=args.force, progress=not args.quiet,
                                      device=args.device)

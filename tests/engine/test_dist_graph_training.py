@@ -170,6 +170,28 @@ def test_standalone_resumes_a_killed_run_to_the_uninterrupted_result(standalone,
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
 
 
+def test_standalone_records_a_diverged_seed_and_does_not_retrain_it(tmp_path):
+    """lr 1e30: Adam's first step moves every weight by about 1e30, so epoch 1's attention logits
+    overflow on any CPU. The run exits 3 naming the place and writes diverged.json; a relaunch reports the record
+    without training; --force retrains from scratch and diverges again."""
+    part_config = _partition(tmp_path, 1)
+    command = _train_command(part_config, tmp_path / "runs") + ["--set", "optim.lr=1e30", "--seeds", "0",
+                                                                 "--epochs", "3"]
+    ((code, output),) = _run([(command, {})], tmp_path, 1)
+    assert code == 3 and "error: training diverged: the attention logits contain NaN" in output, output[-3000:]
+    assert "in the evaluation of epoch 0 of cora_ltga_edge_sampled seed 0" in output and "Traceback" not in output
+    (record,) = (tmp_path / "runs").glob("*/*/seed0/diverged.json")
+    assert json.loads(record.read_text())["message"].startswith("training diverged: the attention logits")
+    files = {path: path.stat().st_mtime_ns for path in record.parent.rglob("*")}
+    ((code, output),) = _run([(command, {})], tmp_path, 1)
+    assert code == 3 and "a rerun reports it again, --force retrains" in output, output[-3000:]
+    assert {path: path.stat().st_mtime_ns for path in record.parent.rglob("*")} == files  # nothing trained
+    ((code, output),) = _run([(command + ["--force"], {})], tmp_path, 1)
+    assert code == 3 and "in the evaluation of epoch 0" in output and "a rerun reports it again" not in output, \
+        output[-3000:]
+    assert record.stat().st_mtime_ns > files[record]  # retrained, and recorded again
+
+
 def test_standalone_refuses_a_run_folder_another_process_trains(tmp_path):
     """A second DistGraph job on a seed folder that another process holds stops with one error line
     naming that process, and writes nothing there (zoo.engine.run_lock)."""

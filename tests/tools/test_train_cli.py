@@ -70,6 +70,19 @@ def test_a_diverging_run_exits_3_naming_the_place_and_the_fix(offline_env, tmp_p
     assert "seed 0: diverged in an earlier run" in captured.out and (seed_dir / "last.pt").stat().st_mtime_ns == stamp
 
 
+def test_attention_scores_that_overflow_are_a_divergence_too(offline_env, tmp_path, capsys):
+    """LTGA's q-softmax refuses non-finite logits (zoo.ops.NonFiniteScores) before any loss exists:
+    with lr 1e30 that happens right after the first update, and it is reported as a divergence."""
+    args = [str(ROOT / "recipes/cora_ltga_head.yaml"), "--seeds", "0", "--epochs", "3", "--set", "optim.lr=1e30",
+            "--out", str(tmp_path), "--quiet"]
+    assert train_cli.main(args) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("error: training diverged: the attention logits contain NaN")
+    assert "of cora_ltga_head seed 0" in err and "--set optim.lr=" in err
+    (record,) = tmp_path.glob("cora_ltga_head/*/seed0/diverged.json")
+    assert json.loads(record.read_text())["message"] in err
+
+
 def test_some_seeds_diverged_exits_3_after_the_others_train(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(train_cli, "run_recipe", lambda *args, **kwargs: {"seeds": [0, 2], "diverged": [1, 3]})
     assert train_cli.main([str(ROOT / "recipes/cora_gat.yaml"), "--seeds", "0-3", "--out", str(tmp_path)]) == 3

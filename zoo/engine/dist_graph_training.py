@@ -38,10 +38,10 @@ import yaml
 from zoo._atomic import atomic_write
 from zoo.data import load_card
 from zoo.engine.checkpoint import save_checkpoint, write_json
-from zoo.engine.distributed import all_sum, init_from_env, is_main, say, world
-from zoo.engine.divergence import check_loss
+from zoo.engine.distributed import all_sum, barrier, init_from_env, is_main, say, world
+from zoo.engine.divergence import DIVERGED, TrainingDiverged, check_loss, record_divergence, recorded_divergence
 from zoo.engine.environment import environment
-from zoo.engine.epoch_loop import CHECKPOINT_EVERY, finish, run_epochs
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, LAST, finish, run_epochs
 from zoo.engine.experiment import run_folder
 from zoo.engine.index_training import (build_index_optimizer, index_trajectory, shannon_prior,
                                        split_index_parameters)
@@ -107,8 +107,10 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
     the same command resumes. Each epoch's shuffle and dropout are seeded by (seed, epoch, rank),
     so a resumed run takes the batches it would have taken; with sampled fanouts the neighbours
     come from DGL's samplers, whose state a resume does not restore. A seed whose
-    ``metrics.json`` exists is skipped unless ``force``. ``on_epoch_end(epoch, row)`` runs on rank
-    0 after each epoch.
+    ``metrics.json`` exists is skipped unless ``force``. A seed whose training diverges is recorded in
+    its ``diverged.json`` (:mod:`zoo.engine.divergence`) and, unless ``force`` (which retrains it from
+    scratch), raises again on the next call without training. ``on_epoch_end(epoch, row)`` runs on
+    rank 0 after each epoch.
 
     >>> metrics = train_dist_graph(load_recipe("recipes/cora_ltga_edge_sampled.yaml"), data, 0, "runs")  # doctest: +SKIP
     """
@@ -124,6 +126,9 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
     if finished.exists() and not force:
         say(f"seed {seed}: finished run found in {run_dir}, skipping it (use --force to retrain)")
         return json.loads(finished.read_text()) if is_main() else {}
+    if (message := recorded_divergence(run_dir)) is not None and not force:
+        raise TrainingDiverged(f"{message} (recorded in {run_dir / DIVERGED}; a rerun reports it again, --force "
+                               "retrains)")
     seed_everything(seed)
     model = create_model(recipe.model["name"], in_feats=graph.ndata["feat"].shape[1],
                          num_classes=load_card(recipe.dataset)["num_classes"], **recipe.model_args())
@@ -168,11 +173,22 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
     if is_main():
         run_dir.mkdir(parents=True, exist_ok=True)
     with hold_seed(run_dir, is_main(), agree=all_sum):  # one job at a time in the run folder
-        state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
-                           patience=recipe.optim.patience, train_epoch=train_epoch, monitor="val_loss", mode="min",
-                           evaluate=lambda: {f"val_{k}": v for k, v in
-                                             evaluate(model, graph, split["val"], sampler.eval_batch_size).items()},
-                           progress=False, on_epoch_end=end_of_epoch, checkpoint_every=checkpoint_every)
+        if force and recorded_divergence(run_dir) is not None:  # from scratch, not from the last.pt that diverged
+            if is_main():
+                for name in (DIVERGED, LAST):
+                    (run_dir / name).unlink(missing_ok=True)
+            barrier()
+        try:
+            state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
+                               patience=recipe.optim.patience, train_epoch=train_epoch, monitor="val_loss", mode="min",
+                               evaluate=lambda: {f"val_{k}": v for k, v in
+                                                 evaluate(model, graph, split["val"], sampler.eval_batch_size).items()},
+                               desc=f"{recipe.name} seed {seed}", progress=False, on_epoch_end=end_of_epoch,
+                               checkpoint_every=checkpoint_every)
+        except TrainingDiverged as err:  # every rank raises it: the loss checked is summed over them
+            if is_main():
+                record_divergence(run_dir, recipe.name, seed, err)
+            raise
         model.load_state_dict(state["best_model"])
         final = {part: evaluate(model, graph, split[part], sampler.eval_batch_size) for part in ("val", "test")}
         metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "monitor": "val_loss",

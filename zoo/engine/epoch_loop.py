@@ -29,6 +29,7 @@ from zoo.engine.checkpoint import cpu_state_dict, load_checkpoint, save_checkpoi
 from zoo.engine.distributed import is_main
 from zoo.engine.divergence import FIXES, TrainingDiverged
 from zoo.engine.reproducibility import rng_state, set_rng_state
+from zoo.ops import NonFiniteScores
 
 LAST = "last.pt"
 CHECKPOINT_EVERY = 30.0  # seconds of training a kill can cost
@@ -134,17 +135,23 @@ def run_epochs(
     try:
         while state["epoch"] < epochs and state["bad_epochs"] < patience:
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
-            if batch_checkpoints:
-                start, carry = (partial["trained"], partial["carry"]) if partial else (0, {})
-                checkpoints = BatchCheckpoints(start, carry, save_inside)
-                row = {"epoch": state["epoch"], **train_epoch(state["epoch"], checkpoints)}
-            else:
-                row = {"epoch": state["epoch"], **train_epoch(state["epoch"])}
+            try:
+                if batch_checkpoints:
+                    start, carry = (partial["trained"], partial["carry"]) if partial else (0, {})
+                    checkpoints = BatchCheckpoints(start, carry, save_inside)
+                    row = {"epoch": state["epoch"], **train_epoch(state["epoch"], checkpoints)}
+                else:
+                    row = {"epoch": state["epoch"], **train_epoch(state["epoch"])}
+            except NonFiniteScores as err:  # the attention scores overflowed before the loss could
+                raise _diverged(err, "training", state["epoch"], desc) from err
             partial = None
             for scheduler in schedulers:
                 scheduler.step()
             state["train_seconds"] += time.perf_counter() - started
-            evaluated = evaluate()
+            try:
+                evaluated = evaluate()
+            except NonFiniteScores as err:
+                raise _diverged(err, "evaluation", state["epoch"], desc) from err
             row.update(evaluated)
             _say_non_finite(desc, state["epoch"], evaluated, monitor)
             state["curves"].append(row)
@@ -190,3 +197,10 @@ def _say_non_finite(desc: str, epoch: int, evaluated: dict, monitor: str) -> Non
 def finish(run_dir: Path) -> None:
     """Drop ``last.pt`` once the run's final metrics are written (best.pt stays)."""
     (Path(run_dir) / LAST).unlink(missing_ok=True)
+
+
+def _diverged(err: Exception, stage: str, epoch: int, desc: str) -> TrainingDiverged:
+    """A ``zoo.ops`` refusal of non-finite attention scores as the divergence it means in a run."""
+    return TrainingDiverged(f"training diverged: the attention {err}, in the {stage} of epoch {epoch} of "
+                            f"{desc or 'the run'}. Any last.pt holds an earlier state. To go on, check the inputs "
+                            f"for NaN, or {FIXES}.")

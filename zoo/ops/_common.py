@@ -12,6 +12,11 @@ class ZooOpError(ValueError):
     """Invalid input to a ``zoo.ops`` function (shape, domain or non-finite value)."""
 
 
+class NonFiniteScores(ZooOpError):
+    """Scores that hold NaN or +inf. In training, after the inputs were finite at the start, it
+    means the weights diverged (the trainers report it as ``zoo.engine.divergence.TrainingDiverged``)."""
+
+
 def edge_scores(graph, logits, name="logits"):
     """Check ``logits`` against ``graph`` and view it as ``[E, H]``.
 
@@ -89,7 +94,7 @@ def check_finite_sum(graph, total, name="logits"):
     bad = ~torch.isfinite(total)
     if bool(bad.any()):
         nodes = bad.any(1).nonzero().flatten()[:5].tolist()
-        raise ZooOpError(
+        raise NonFiniteScores(
             f"{name} contain NaN or +inf (or only -inf) on edges into destination node(s) {nodes}: "
             "scores must be finite, or -inf to mask an edge (check the layer producing them)")
 

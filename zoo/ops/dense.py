@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from ._common import (EXP_LOW, ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_,
+from ._common import (EXP_LOW, NonFiniteScores, ZooOpError, check_param, entmax_terms_, entmax_threshold, exp_flush_,
                       expq_log_grads_)
 from .entmax import EPS_FLOOR
 from .qsoftmax import _exp_q_, _log_grads_, _taylor
@@ -57,7 +57,7 @@ def _index(value, name: str, scores: torch.Tensor):
 
 def _check_total(total: torch.Tensor, name: str = "scores") -> None:
     if not math.isfinite(float(total.sum())):  # NaN and inf propagate (the sums are far below overflow)
-        raise ZooOpError(f"{name} contain NaN or +inf: scores must be finite, or -inf to mask a key")
+        raise NonFiniteScores(f"{name} contain NaN or +inf: scores must be finite, or -inf to mask a key")
 
 
 def _sum_to(grad: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
