@@ -15,6 +15,7 @@ Writing every epoch made a Cora LTGA-Edge seed use 39.2 s of CPU instead of 22.0
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from itertools import islice
@@ -135,23 +136,19 @@ def run_epochs(
     try:
         while state["epoch"] < epochs and state["bad_epochs"] < patience:
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
-            try:
+            with _overflow_is_divergence("training", state["epoch"], desc):
                 if batch_checkpoints:
                     start, carry = (partial["trained"], partial["carry"]) if partial else (0, {})
                     checkpoints = BatchCheckpoints(start, carry, save_inside)
                     row = {"epoch": state["epoch"], **train_epoch(state["epoch"], checkpoints)}
                 else:
                     row = {"epoch": state["epoch"], **train_epoch(state["epoch"])}
-            except NonFiniteScores as err:  # the attention scores overflowed before the loss could
-                raise _diverged(err, "training", state["epoch"], desc) from err
             partial = None
             for scheduler in schedulers:
                 scheduler.step()
             state["train_seconds"] += time.perf_counter() - started
-            try:
+            with _overflow_is_divergence("evaluation", state["epoch"], desc):
                 evaluated = evaluate()
-            except NonFiniteScores as err:
-                raise _diverged(err, "evaluation", state["epoch"], desc) from err
             row.update(evaluated)
             _say_non_finite(desc, state["epoch"], evaluated, monitor)
             state["curves"].append(row)
@@ -185,6 +182,18 @@ def run_epochs(
     return state
 
 
+@contextlib.contextmanager
+def _overflow_is_divergence(stage: str, epoch: int, desc: str):
+    """Turn a ``zoo.ops`` refusal of non-finite attention scores (they overflowed before any loss
+    existed) into the :class:`TrainingDiverged` it means in a run."""
+    try:
+        yield
+    except NonFiniteScores as err:
+        raise TrainingDiverged(f"training diverged: the attention {err}, in the {stage} of epoch {epoch} of "
+                               f"{desc or 'the run'}. Any last.pt holds an earlier state. To go on, check the inputs "
+                               f"for NaN, or {FIXES}.") from err
+
+
 def _say_non_finite(desc: str, epoch: int, evaluated: dict, monitor: str) -> None:
     """One line (rank 0) for an evaluation with NaN values, with the trainer's ``*_nonfinite`` counts."""
     nan = [key for key, value in evaluated.items() if isinstance(value, float) and math.isnan(value)]
@@ -198,9 +207,3 @@ def finish(run_dir: Path) -> None:
     """Drop ``last.pt`` once the run's final metrics are written (best.pt stays)."""
     (Path(run_dir) / LAST).unlink(missing_ok=True)
 
-
-def _diverged(err: Exception, stage: str, epoch: int, desc: str) -> TrainingDiverged:
-    """A ``zoo.ops`` refusal of non-finite attention scores as the divergence it means in a run."""
-    return TrainingDiverged(f"training diverged: the attention {err}, in the {stage} of epoch {epoch} of "
-                            f"{desc or 'the run'}. Any last.pt holds an earlier state. To go on, check the inputs "
-                            f"for NaN, or {FIXES}.")

@@ -1,6 +1,7 @@
 """Where a sweep stands, without training anything: each seed of each recipe is finished, copyable
-from a finished twin (another recipe with the same config hash), diverged (``diverged.json``: a sweep
-does not retrain it), under way (with the epoch its ``last.pt`` reached) or still to run, with the training time left (``tools/sweep.py --status``).
+from a finished twin (another recipe with the same config hash), diverged (``diverged.json``: a
+sweep does not retrain it), under way (with the epoch its ``last.pt`` reached) or still to run,
+with the training time left (``tools/sweep.py --status``).
 
 Times are ``train_seconds`` (the training steps' wall clock, evaluation not included), so they
 carry the load of the machine they ran on. A seed under way is extrapolated from its own pace
