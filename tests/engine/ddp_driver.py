@@ -10,13 +10,17 @@ functions in the test's process). Modes:
   the node run trained whole, then trained again with every rank interrupted at the same batch
   inside epoch 1 and started again in this process (``OUT/{graph,node}_{whole,resumed}``;
   ``OUT/{graph,node}_killed.json``: the batches of the epoch that ``last.pt`` held at the kill);
+* ``overflow CSV CACHE OUT``: attention scores that overflow on rank 1 only, in the training or
+  the evaluation of a graph run and of a sampled node run; each rank writes the
+  ``TrainingDiverged`` it stopped with to ``OUT/<case>_rank<r>.txt``;
 * ``exit``: the exit after a collective that deadlocked torch 2.2's gloo teardown (see
   ``zoo.engine.distributed._shutdown``): the collective's tensors and work are dropped by Python
   first, so gloo's worker thread frees them, and the process exits at once without yielding the GIL.
 """
 import json
+import math
 import sys
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
 import dgl
 import torch
@@ -27,9 +31,13 @@ from zoo.data.csv_source import load_csv_dataset
 from zoo.data.synthetic import synthetic_sbm_graph
 from tests.engine.kill_at_call import KillAtCall
 from zoo.engine import graph_trainer, node_trainer
+from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.distributed import barrier, init_from_env, is_main, load_once_per_machine, main_first, world
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY
 from zoo.engine.recipe import build_recipe
+from zoo.nn.gated_attention import GatedMultiheadAttention
+from zoo.nn.ltga_conv import LTGAConv
+from zoo.ops import dense_qsoftmax
 
 NODE_RECIPE = {"dataset": "toy", "name": "toy_ltga_edge_sampled", "seeds": [0],
                "model": {"name": "ltga", "hidden": 4, "heads": 2, "q_mode": "edge", "dropout": 0.0,
@@ -113,6 +121,38 @@ def resumed_runs(csv: Path, cache: Path, out: Path) -> None:
     killed_and_resumed(node_trainer, "sampled_forward", 7, node, out, "node")  # epoch 1's third batch
 
 
+def overflowing_on_rank_1(forward, training: bool, at: int):
+    """A layer's ``forward``, except that on rank 1 its ``at``-th call in training (or eval) mode
+    meets NaN attention scores: the op's own refusal, as when the weights overflowed."""
+    calls = 0
+
+    @wraps(forward)  # its signature: node_sampling reads it
+    def call(layer, *args, **kwargs):
+        nonlocal calls
+        calls += layer.training == training
+        if world()[0] == 1 and layer.training == training and calls == at:
+            dense_qsoftmax(torch.tensor([math.nan, 0.0]), 1.5)
+        return forward(layer, *args, **kwargs)
+    return call
+
+
+def overflow_runs(csv: Path, cache: Path, out: Path) -> None:
+    graph = partial(graph_run, csv, cache)
+    cases = {"graph_training": (GatedMultiheadAttention, True, graph),
+             "graph_evaluation": (GatedMultiheadAttention, False, graph),
+             "node_training": (LTGAConv, True, node_run), "node_evaluation": (LTGAConv, False, node_run)}
+    for case, (layer, training, train) in cases.items():
+        real = layer.forward
+        # in epoch 0: the second layer call of training, the first of evaluation
+        layer.forward = overflowing_on_rank_1(real, training, at=2 if training else 1)
+        try:
+            train(out / case)
+        except TrainingDiverged as err:
+            (out / f"{case}_rank{world()[0]}.txt").write_text(str(err))
+        finally:
+            layer.forward = real
+
+
 def exit_after_a_collective() -> None:
     sys.setswitchinterval(10.0)  # the main thread keeps the GIL until it blocks, as on a busy CPU
     outputs = [torch.empty(1000) for _ in range(dist.get_world_size())]
@@ -133,5 +173,7 @@ if __name__ == "__main__":
         node_run(paths[0], *map(int, sys.argv[3:]))
     elif mode == "resume":
         resumed_runs(*paths)
+    elif mode == "overflow":
+        overflow_runs(*paths)
     else:
         exit_after_a_collective()

@@ -66,9 +66,22 @@ def _node_test_logits(weights: dict) -> torch.Tensor:
         return model.eval()(data.graph, data.features)[data.test_mask]
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
 def _torchrun(*args, timeout=TIMEOUT, fails=False):
     """``torchrun`` with 2 ranks of one thread each, no restarts; a hang fails after ``timeout`` seconds
-    and takes the whole launch (torchrun and its ranks, one process group) with it. ``fails``: the
+    and takes the whole launch (torchrun's process group and its ranks') with it. ``fails``: the
     launch must end with an error (and its stderr is returned)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("WORLD_SIZE", None)
@@ -79,7 +92,8 @@ def _torchrun(*args, timeout=TIMEOUT, fails=False):
     try:
         _, stderr = launch.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(launch.pid, signal.SIGKILL)
+        for pid in (launch.pid, *_children(launch.pid)):  # torchrun starts each rank in a session of its own
+            os.killpg(pid, signal.SIGKILL)
         launch.communicate()
         pytest.fail(f"torchrun {' '.join(map(str, args))} did not finish within {timeout} s (a hang)")
     if fails:
@@ -178,6 +192,21 @@ def test_two_ranks_with_dropout_resume_between_batches_to_the_uninterrupted_run(
                    for run in ("whole", "resumed")]
         for name, tensor in weights[0].items():
             torch.testing.assert_close(weights[1][name], tensor, msg=f"{kind}: {name}")
+
+
+def test_attention_that_overflows_on_one_rank_stops_every_rank(tmp_path):
+    """Without agreement, rank 0 would wait forever in its next collective for rank 1."""
+    with open(tmp_path / "toy.csv", "w", newline="") as f:
+        csv.writer(f).writerows([["smiles", "a", "b"]] + [[s, len(s), i % 3] for i, s in enumerate(SMILES)])
+    _torchrun("overflow", tmp_path / "toy.csv", tmp_path / "cache", tmp_path, timeout=2 * TIMEOUT)
+    for case in ("graph_training", "graph_evaluation", "node_training", "node_evaluation"):
+        stage = case.split("_")[1]
+        own, other = ((tmp_path / f"{case}_rank{r}.txt").read_text() for r in (1, 0))
+        assert own.startswith("training diverged: the attention scores contain NaN or +inf")
+        assert other.startswith("training diverged: the attention scores of rank 1 (scores contain NaN or +inf")
+        for message in (own, other):
+            assert f"in the {stage} of epoch 0 of toy" in message
+        assert not (tmp_path / case / "metrics.json").exists()
 
 
 def test_a_rank_exiting_right_after_a_collective_does_not_hang():

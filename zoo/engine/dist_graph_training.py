@@ -38,7 +38,7 @@ import yaml
 from zoo._atomic import atomic_write
 from zoo.data import load_card
 from zoo.engine.checkpoint import save_checkpoint, write_json
-from zoo.engine.distributed import all_sum, barrier, init_from_env, is_main, say, world
+from zoo.engine.distributed import all_sum, barrier, init_from_env, is_main, say, stop_together, world
 from zoo.engine.divergence import DIVERGED, TrainingDiverged, check_loss, record_divergence, recorded_divergence
 from zoo.engine.environment import environment
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, LAST, finish, run_epochs
@@ -153,7 +153,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
         for step, (input_nodes, seeds, blocks) in zip(range(1, steps + 1), loader):
             for optimizer in optimizers:
                 optimizer.zero_grad()
-            logits = sampled_forward(trained, graph, blocks, graph.ndata["feat"][input_nodes])
+            logits = stop_together(lambda: sampled_forward(trained, graph, blocks, graph.ndata["feat"][input_nodes]))
             loss = F.cross_entropy(logits, graph.ndata["label"][seeds].long())
             # summed over the ranks, so every rank stops together
             check_loss(all_sum(float(loss)), f"epoch {epoch}, batch {step} of {recipe.name} seed {seed}")
@@ -222,13 +222,18 @@ def evaluate(model: torch.nn.Module, graph: dgl.distributed.DistGraph, nodes: to
     layers = len(graph_layers(model))
     loader = dgl.dataloading.DistNodeDataLoader(graph, nodes, dgl.dataloading.NeighborSampler([-1] * layers),
                                                 batch_size=chunk, shuffle=False)
-    loss_sum, right = 0.0, 0
-    with torch.no_grad():
-        for input_nodes, seeds, blocks in loader:
-            logits = sampled_forward(model, graph, blocks, graph.ndata["feat"][input_nodes])
-            labels = graph.ndata["label"][seeds].long()
-            loss_sum += float(F.cross_entropy(logits.double(), labels, reduction="sum"))
-            right += int((logits.argmax(1) == labels).sum())
+
+    def sums() -> tuple[float, int]:  # this trainer's; its DistGraph reads wait for servers, not trainers
+        loss_sum, right = 0.0, 0
+        with torch.no_grad():
+            for input_nodes, seeds, blocks in loader:
+                logits = sampled_forward(model, graph, blocks, graph.ndata["feat"][input_nodes])
+                labels = graph.ndata["label"][seeds].long()
+                loss_sum += float(F.cross_entropy(logits.double(), labels, reduction="sum"))
+                right += int((logits.argmax(1) == labels).sum())
+        return loss_sum, right
+
+    loss_sum, right = stop_together(sums)
     count = all_sum(len(nodes))
     return {"loss": all_sum(loss_sum) / count, "accuracy": all_sum(right) / count}
 

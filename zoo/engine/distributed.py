@@ -24,7 +24,7 @@ import contextlib
 import dataclasses
 import itertools
 import os
-from typing import Callable
+from typing import Callable, TypeVar
 
 import dgl
 import numpy as np
@@ -33,6 +33,9 @@ import torch.distributed as dist
 from torch.utils.data import BatchSampler, DataLoader, Subset
 
 from zoo.data import NodeData
+from zoo.ops import NonFiniteScores
+
+T = TypeVar("T")
 
 
 def requested_world_size() -> int:
@@ -114,6 +117,35 @@ def all_sum(value: float) -> float:
     return float(total)
 
 
+def stop_together(compute: Callable[[], T]) -> T:
+    """``compute()`` on every rank, where attention scores that overflow on one rank
+    (:class:`zoo.ops.NonFiniteScores`) stop every rank: that rank raises its own error, the others
+    one that names it and quotes its message. Otherwise the ranks that went on would wait forever
+    in their next collective for the one that stopped. ``compute`` must not itself wait for other
+    ranks; the ranks call this together (one small all-reduce), or ``compute()`` alone in one process.
+
+    >>> loss = stop_together(lambda: F.mse_loss(model(graphs), target))  # doctest: +SKIP
+    """
+    rank, size = world()
+    if size == 1:
+        return compute()
+    try:
+        result, failed = compute(), None
+    except NonFiniteScores as err:
+        result, failed = None, err
+    flags = torch.zeros(size)
+    flags[rank] = failed is not None
+    dist.all_reduce(flags)
+    if not flags.any():
+        return result
+    messages = [None] * size
+    dist.all_gather_object(messages, None if failed is None else str(failed))
+    if failed is not None:
+        raise failed
+    first = int(flags.nonzero()[0])
+    raise NonFiniteScores(f"scores of rank {first} ({messages[first]})")
+
+
 class ShardedBatches(BatchSampler):
     """The single-process batches of ``sampler``, each split as ``batch[rank::world]``."""
 
@@ -148,7 +180,7 @@ def sharded_predict(predict, model, loader: DataLoader) -> tuple[torch.Tensor, t
     shard = np.array_split(np.arange(len(loader.dataset)), size)[rank]
     part = DataLoader(Subset(loader.dataset, shard.tolist()), batch_size=loader.batch_size,
                       collate_fn=loader.collate_fn, num_workers=loader.num_workers)
-    local = predict(model, part) if len(shard) else None
+    local = stop_together(lambda: predict(model, part) if len(shard) else None)
     gathered = [None] * size
     dist.all_gather_object(gathered, local)
     pieces = [p for p in gathered if p is not None]

@@ -19,7 +19,8 @@ from zoo.analysis.gate_diagnostics import gate_diagnostics
 from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
-from zoo.engine.distributed import all_sum, is_main, main_first, shard_train_loader, sharded_predict, world
+from zoo.engine.distributed import (all_sum, is_main, main_first, shard_train_loader, sharded_predict, stop_together,
+                                    world)
 from zoo.engine.divergence import check_loss, nonfinite_rows
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
@@ -188,7 +189,7 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
                 torch.manual_seed(step_seed(seed, epoch, world()[0], step))
             optimizer.zero_grad()
             graphs, target = graphs.to(device), target.to(device)
-            loss = rank_loss(trained(graphs), target, data.task)
+            loss = rank_loss(stop_together(lambda: trained(graphs)), target, data.task)
             mean_loss = check_loss(all_sum(float(loss)) / world()[1],
                                    f"epoch {epoch}, batch {step} of {recipe.name} seed {seed}")
             if index_optimizer is None:

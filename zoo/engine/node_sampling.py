@@ -24,7 +24,7 @@ import torch
 from dgl.nn import GraphConv
 from torch import nn
 
-from zoo.engine.distributed import gather_rows
+from zoo.engine.distributed import gather_rows, stop_together
 from zoo.models.capabilities import HasLTGALayers
 from zoo.nn.ltga_conv import LTGAConv
 
@@ -164,8 +164,11 @@ def layerwise_forward(model: nn.Module, graph, features: torch.Tensor, chunk_siz
                 attention = _collected_attention(model, layers, index, graph, loader, features, previous)
                 attention = hook(graph, attention)
                 layer.attention_override = lambda block, _, full=attention: full[block.edata[dgl.EID]]
-            output = _layer_output(model, layers, index, graph, own, features, previous)
-            previous = output if world_size == 1 else gather_rows(output[shares[rank]], [len(s) for s in shares])
+            if world_size == 1:
+                previous = _layer_output(model, layers, index, graph, own, features, previous)
+            else:  # an overflow on one rank stops them all, before the gather would wait for it
+                output = stop_together(lambda: _layer_output(model, layers, index, graph, own, features, previous))
+                previous = gather_rows(output[shares[rank]], [len(s) for s in shares])
         finally:
             if hook is not None:
                 layer.attention_override = hook

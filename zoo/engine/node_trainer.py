@@ -23,7 +23,7 @@ from zoo.analysis.counterfactuals import ltga_diagnostics
 from zoo.analysis.oversmoothing import oversmoothing_diagnostics
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.devices import resolve_device
-from zoo.engine.distributed import all_sum, is_main, world
+from zoo.engine.distributed import all_sum, is_main, stop_together, world
 from zoo.engine.divergence import check_loss
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
@@ -124,7 +124,8 @@ def train_node_classifier(
                     torch.manual_seed(step_seed(seed, epoch, rank, done))
                 for optimizer in optimizers:
                     optimizer.zero_grad()
-                logits = sampled_forward(trained, data.graph, blocks, data.features[input_nodes])
+                logits = stop_together(lambda: sampled_forward(trained, data.graph, blocks,
+                                                               data.features[input_nodes]))
                 loss = F.cross_entropy(logits, data.labels[output_nodes])
                 # sums over the ranks: rank 0's last.pt carries them into a resumed epoch
                 summed = check_loss(all_sum(float(loss) * len(output_nodes)),
