@@ -39,7 +39,8 @@ from zoo._atomic import atomic_write
 from zoo.data import load_card
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.distributed import all_sum, barrier, init_from_env, is_main, say, stop_together, world
-from zoo.engine.divergence import DIVERGED, TrainingDiverged, check_loss, record_divergence, recorded_divergence
+from zoo.engine.divergence import (DIVERGED, TrainingDiverged, check_loss, record_divergence, recorded_divergence,
+                                   still_diverged)
 from zoo.engine.environment import environment
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, LAST, finish, run_epochs
 from zoo.engine.experiment import run_folder
@@ -127,8 +128,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
         say(f"seed {seed}: finished run found in {run_dir}, skipping it (use --force to retrain)")
         return json.loads(finished.read_text()) if is_main() else {}
     if (message := recorded_divergence(run_dir)) is not None and not force:
-        raise TrainingDiverged(f"{message} (recorded in {run_dir / DIVERGED}; a rerun reports it again, --force "
-                               "retrains)")
+        raise still_diverged(message, run_dir / DIVERGED)
     seed_everything(seed)
     model = create_model(recipe.model["name"], in_feats=graph.ndata["feat"].shape[1],
                          num_classes=load_card(recipe.dataset)["num_classes"], **recipe.model_args())
@@ -185,7 +185,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
                                                  evaluate(model, graph, split["val"], sampler.eval_batch_size).items()},
                                desc=f"{recipe.name} seed {seed}", progress=False, on_epoch_end=end_of_epoch,
                                checkpoint_every=checkpoint_every)
-        except TrainingDiverged as err:  # every rank raises it: the loss checked is summed over them
+        except TrainingDiverged as err:  # every rank raises it (loss summed, overflow agreed)
             if is_main():
                 record_divergence(run_dir, recipe.name, seed, err)
             raise

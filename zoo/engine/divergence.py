@@ -60,6 +60,12 @@ def record_divergence(seed_dir: Path, recipe: str, seed: int, err: TrainingDiver
     write_json({"recipe": recipe, "seed": seed, "message": str(err)}, Path(seed_dir) / DIVERGED)
 
 
+def still_diverged(message: str, record: Path, whose: str = "") -> TrainingDiverged:
+    """The :class:`TrainingDiverged` of a divergence recorded in ``record`` (``whose``: e.g.
+    ``"seed 0, 1 of cora_gcn: "``): its message, where it is recorded and what a rerun does."""
+    return TrainingDiverged(f"{message} ({whose}recorded in {record}; a rerun reports it again, --force retrains)")
+
+
 def recorded_divergence(seed_dir: Path) -> str | None:
     """The message of ``seed_dir``'s recorded divergence, or None if it has none."""
     path = Path(seed_dir) / DIVERGED

@@ -14,7 +14,7 @@ from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_d
 from zoo.engine.checkpoint import CheckpointError, write_json
 from zoo.engine.distributed import (all_sum, barrier, init_from_env, is_main, load_once_per_machine, main_first,
                                     requested_world_size, say)
-from zoo.engine.divergence import DIVERGED, TrainingDiverged, record_divergence, recorded_divergence
+from zoo.engine.divergence import DIVERGED, TrainingDiverged, record_divergence, recorded_divergence, still_diverged
 from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
@@ -112,7 +112,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                 write_json(environment(), seed_dir / "environment.json")
             try:
                 metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
-            except TrainingDiverged as err:  # every rank raises it: the loss checked is all-reduced
+            except TrainingDiverged as err:  # every rank raises it (loss all-reduced, overflow agreed)
                 if rank0:
                     record_divergence(seed_dir, recipe.name, seed, err)
                 say(f"seed {seed}: {err} (recorded in {seed_dir / DIVERGED}; the next seed goes on)")
@@ -127,8 +127,8 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     barrier()  # every seed's files are written before any rank reads them (e.g. tools/tune.py)
     if not runs and diverged:
         first = min(diverged)
-        raise TrainingDiverged(f"{diverged[first]} (seed {_seeds(diverged)} of {recipe.name}: recorded in "
-                               f"{base / f'seed{first}' / DIVERGED}; a rerun reports it again, --force retrains)")
+        raise still_diverged(diverged[first], base / f"seed{first}" / DIVERGED,
+                             f"seed {_seeds(diverged)} of {recipe.name}: ")
     if not rank0:
         return {}
     summary = _summary(recipe, runs, sorted(diverged))
