@@ -3,16 +3,19 @@ non-finite losses and predictions."""
 import json
 import math
 
+import dgl
 import pytest
 import torch
 
 from tests.engine.kill_at_call import kill_then_resume
-from zoo.data import load_csv_dataset
+from zoo.data import load_csv_dataset, make_dataloaders
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.divergence import TrainingDiverged
-from zoo.engine.graph_trainer import _cosine_with_warmup, build_graph_model, masked_loss, train_graph_model
+from zoo.engine.graph_trainer import (_cosine_with_warmup, _gate_diagnostics, build_graph_model, masked_loss, predict,
+                                     split_scores, train_graph_model)
 from zoo.engine.recipe import OptimConfig, build_recipe
 from zoo.models.capabilities import HasPositionalEncodings
+from zoo.ops import NonFiniteScores
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +198,33 @@ def test_non_finite_evaluations_are_recorded_as_nan_and_never_selected(esol, tmp
     assert (f"esol_tiny seed 0, epoch 0: non-finite evaluation, recorded as NaN (val_loss, val_mae, test_loss, "
             f"test_mae; val_nonfinite {esol.sizes['val']}; test_nonfinite {esol.sizes['test']})") in out
     assert "epoch 2: non-finite" in out and "epoch 1: non-finite" not in out
+
+
+def test_a_graph_whose_attention_overflows_in_evaluation_gets_nan_as_with_softmax(esol, tmp_path, capsys):
+    """q-softmax refuses a batch whose attention scores are not finite (NonFiniteScores); predict
+    then runs the batch's graphs one by one, so only the graph that overflows gets NaN, which is
+    what softmax attention gives it, and the others their batched outputs."""
+    torch.manual_seed(0)
+    qsoftmax = build_graph_model(_sparsegate_recipe(), esol.num_tasks, **esol.model_inputs).eval()
+    softmax = build_graph_model(_recipe(), esol.num_tasks, **esol.model_inputs).eval()
+    esol.add_positional_encodings(qsoftmax.pe_spec(), progress=False)
+    graphs, target = next(iter(make_dataloaders(esol, 16, seed=0)["val"]))
+    pieces = dgl.unbatch(graphs)
+    pieces[3].ndata["rwse"][0] = math.inf  # this graph's node features, then its scores, are not finite
+    poisoned = dgl.batch(pieces)
+    with pytest.raises(NonFiniteScores), torch.no_grad():
+        qsoftmax(poisoned)
+    output, targets = predict(qsoftmax, [(poisoned, target)])
+    assert torch.equal(targets, target) and output.shape == target.shape
+    with torch.no_grad():
+        assert torch.isnan(softmax(poisoned)).any(1).nonzero().flatten().tolist() == [3]
+        clean = qsoftmax(dgl.batch(pieces[:3] + pieces[4:]))
+    assert torch.isnan(output).any(1).nonzero().flatten().tolist() == [3]
+    torch.testing.assert_close(torch.cat([output[:3], output[4:]]), clean, rtol=1e-5, atol=1e-6)
+    assert split_scores(output, target, "graph_regression", ("mae",))["nonfinite"] == 1
+    # the end-of-run diagnostics of such a model are left out with a line, not a traceback after training
+    assert _gate_diagnostics(qsoftmax, {"test": [(poisoned, target)]}, "test", tmp_path) is None
+    assert "no gate diagnostics: the selected model's attention scores contain NaN" in capsys.readouterr().out
 
 
 def test_no_finite_validation_epoch_is_an_error_not_a_model(esol, tmp_path):

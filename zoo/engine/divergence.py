@@ -5,7 +5,9 @@
 * Predictions that are not finite in evaluation (training is fine, but eval mode, e.g. BatchNorm's
   running statistics, lets activations overflow on some graphs) do not stop it: the trainer
   records that epoch's metrics as NaN, with the number of graphs affected
-  (:func:`nonfinite_rows`), and model selection never picks a NaN epoch.
+  (:func:`nonfinite_rows`), and model selection never picks a NaN epoch. A graph whose attention
+  scores overflow there (``zoo.ops.NonFiniteScores``) counts as such a prediction, whatever the
+  normaliser; attention that overflows in training, or in a node model's evaluation, stops the run.
 * A seed that diverged is recorded in its folder (:func:`record_divergence`, ``diverged.json``), so
   a rerun or a later sweep reports it instead of training it into the same NaN again; ``--force``
   retrains it from scratch.

@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
+import dgl
 import torch
 from torch.nn import functional as F
 from torch.utils.tensorboard import SummaryWriter
@@ -30,6 +31,7 @@ from zoo.engine.recipe import OptimConfig, Recipe
 from zoo.engine.reproducibility import seed_everything, step_seed
 from zoo.models import create_model
 from zoo.models.capabilities import HasGPSLayers, HasPositionalEncodings
+from zoo.ops import NonFiniteScores
 
 
 def masked_loss(prediction: torch.Tensor, target: torch.Tensor, task: str) -> torch.Tensor:
@@ -75,14 +77,32 @@ def split_scores(output: torch.Tensor, target: torch.Tensor, task: str, metrics:
 
 def predict(model, loader, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """Model outputs and targets over a whole loader, in loader order (eval mode, no grad), on the
-    CPU; the batches run on ``device`` (the model's)."""
+    CPU; the batches run on ``device`` (the model's). A graph whose attention scores overflow
+    (``zoo.ops`` refuses them for the whole batch) gets NaN outputs, as it would with softmax
+    attention, and the batch's other graphs their own outputs (:func:`_graph_by_graph`)."""
     model.eval()
     outputs, targets = [], []
     with torch.no_grad():
         for graphs, target in loader:
-            outputs.append(model(graphs.to(device)).cpu())
+            graphs = graphs.to(device)
+            try:
+                outputs.append(model(graphs).cpu())
+            except NonFiniteScores:
+                outputs.append(_graph_by_graph(model, graphs, target.shape[1:]))
             targets.append(target)
     return torch.cat(outputs), torch.cat(targets)
+
+
+def _graph_by_graph(model, graphs, shape: torch.Size) -> torch.Tensor:
+    """``model``'s outputs for each graph of the batch ``graphs`` on its own, on the CPU; NaN of
+    ``shape`` for a graph whose attention scores are not finite."""
+    rows = []
+    for graph in dgl.unbatch(graphs):
+        try:
+            rows.append(model(graph).cpu())
+        except NonFiniteScores:
+            rows.append(torch.full((1, *shape), math.nan))
+    return torch.cat(rows)
 
 
 def build_graph_model(recipe: Recipe, num_outputs: int, **inputs):
@@ -249,7 +269,11 @@ def _gate_diagnostics(model, loaders: dict, split: str, run_dir: Path) -> list[d
     graph of ``loaders[split]`` (each row names the split), also to TensorBoard."""
     if not isinstance(model, HasGPSLayers):
         return None
-    report = [{**row, "split": split} for row in gate_diagnostics(model, loaders[split])]
+    try:
+        report = [{**row, "split": split} for row in gate_diagnostics(model, loaders[split])]
+    except NonFiniteScores as err:  # the selected model overflows on a graph of the split (its metrics say so)
+        print(f"no gate diagnostics: the selected model's attention {err}, on the {split} split")
+        return None
     with SummaryWriter(str(run_dir / "tensorboard")) as writer:
         for row in report:
             for key, value in row.items():
