@@ -199,7 +199,7 @@ def test_attention_that_overflows_on_one_rank_stops_every_rank(tmp_path):
     with open(tmp_path / "toy.csv", "w", newline="") as f:
         csv.writer(f).writerows([["smiles", "a", "b"]] + [[s, len(s), i % 3] for i, s in enumerate(SMILES)])
     _torchrun("overflow", tmp_path / "toy.csv", tmp_path / "cache", tmp_path, timeout=2 * TIMEOUT)
-    for case in ("graph_training", "graph_evaluation", "node_training", "node_evaluation"):
+    for case in ("graph_training", "node_training", "node_evaluation"):
         stage = case.split("_")[1]
         own, other = ((tmp_path / f"{case}_rank{r}.txt").read_text() for r in (1, 0))
         assert own.startswith("training diverged: the attention scores contain NaN or +inf")

@@ -180,7 +180,7 @@ def sharded_predict(predict, model, loader: DataLoader) -> tuple[torch.Tensor, t
     shard = np.array_split(np.arange(len(loader.dataset)), size)[rank]
     part = DataLoader(Subset(loader.dataset, shard.tolist()), batch_size=loader.batch_size,
                       collate_fn=loader.collate_fn, num_workers=loader.num_workers)
-    local = stop_together(lambda: predict(model, part) if len(shard) else None)
+    local = predict(model, part) if len(shard) else None
     gathered = [None] * size
     dist.all_gather_object(gathered, local)
     pieces = [p for p in gathered if p is not None]
