@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 import yaml
 
-from zoo.analysis.mechanism_report import (entropy_table, gate_table, mad_depth_table, mechanism_runs, rank_table,
-                                           render_mechanism, sparsity_table)
+from tests.tools.tool_loader import ROOT
+from zoo.analysis.mechanism_report import (PAPER_TABLE_12, entropy_table, gate_table, mad_depth_table, mechanism_runs,
+                                           rank_table, render_mechanism, sparsity_table)
 from zoo.analysis.runs import ReportError, collect_runs
 
+PAPER_TEXT = ROOT.parent / "shared" / "papers" / "siggate_gt.txt"  # the issue's ../shared/papers/siggate_gt.txt
 GATED = {"name": "siggate_gt", "gate": "output", "gate_activation": "sigmoid", "gate_per_head": True, "dim": 8}
 
 
@@ -72,10 +74,11 @@ def test_entropy_depth_and_rank_tables(runs):
     assert sorted(gated.index.get_level_values("depth")) == [2, 3]
     assert len(set(gated.index.get_level_values("family"))) == 1  # only the depth differs: one row
     two = gated.xs(2, level="depth").iloc[0]
-    assert two.mad == pytest.approx(0.6) and two.retention == pytest.approx(0.6 / 0.9)
+    assert two.mad == pytest.approx(0.6) and two.kept == pytest.approx(1.0)
     assert two.score == pytest.approx(0.55) and two.score_sd == pytest.approx(np.std([0.5, 0.6], ddof=1))
     three = gated.xs(3, level="depth").iloc[0]
     assert three.mad == pytest.approx(0.45) and three.mad_sd == pytest.approx(np.std([0.5, 0.4], ddof=1))
+    assert three.kept == pytest.approx(0.45 / 0.6)  # of the shallowest depth's MAD, as the paper's Section 8.3
     ranks = rank_table(records).loc[("zinc_cpu_g1", "zinc_smiles")]
     # seed means over layers: gated 3.5 and 3.55, ungated 2.5 -> +41%
     assert ranks.gated == pytest.approx(3.525) and ranks.ungated == pytest.approx(2.5)
@@ -88,11 +91,40 @@ def test_render_and_old_runs(runs, tmp_path):
         assert title in text
     assert "| **avg** | 0.50 | 0.25 | 15.0 | 7.5 | 0.30-0.90 |" in text
     assert "| siggate_gt output sigmoid per-head | MAD | 0.600 ± 0.000 | 0.450 ± 0.071 |" in text
+    assert "| siggate_gt output sigmoid per-head | MAD % of 2 layers | 100 | 75 |" in text  # no paper cell at 2, 3
     old = tmp_path / "old"
     _write(old, "zinc_siggate", GATED, 0, [{"layer": 0, "mad": 0.5, "stable_rank": 2.0}], 0.5)
     assert mechanism_runs(collect_runs(old)) == []
     with pytest.raises(ReportError, match="no run has test-set GPS"):
         render_mechanism(collect_runs(old))
+
+
+def test_depth_table_sets_the_papers_table_12_beside_ours_on_zinc(tmp_path):
+    root = tmp_path / "runs"
+    for name, model, depth, mad, mae in (("depth4_siggate", GATED, 4, 0.9, 0.10), ("depth8_siggate", GATED, 8, 0.6, 0.09),
+                                         ("depth4_gps", {"name": "gps", "dim": 8}, 4, 0.8, 0.11)):
+        _write(root, name, model, 0, [_layer(k, 0.5, mad, 2.0, 2.0, [1.0, 1.0]) for k in range(depth)], mae,
+               config_hash=name[:10].ljust(10, "0"))
+    text = render_mechanism(collect_runs(root))
+    # by hand: kept 0.6 / 0.9 = 67%; the paper's 0.69 / 0.78 = 88%
+    for row in ("| siggate_gt output sigmoid per-head | MAD | 0.900 [0.78] | 0.600 [0.69] |",
+                "| gps | MAD | 0.800 [0.72] | - |",
+                "| siggate_gt output sigmoid per-head | MAD % of 4 layers | 100 [100] | 67 [88] |",
+                "| siggate_gt output sigmoid per-head | mae | 0.1000 [0.079] | 0.0900 [0.063] |",
+                "| gps | mae | 0.1100 [0.092] | - |"):
+        assert row in text, row
+
+
+@pytest.mark.skipif(not PAPER_TEXT.exists(), reason=f"the paper's text is not at {PAPER_TEXT}")
+def test_table_12_as_transcribed_is_the_papers():
+    lines = PAPER_TEXT.read_text().splitlines()
+    header = next(line for line in lines if line.startswith("Method\t4\t8"))
+    depths = [int(word) for word in header.split("\t")[1:-1]] + [int(header.split("\t")[-1].split()[0])]
+    printed = {"gps": "GraphGPS", "siggate_gt output sigmoid per-head": "SigGate-GT"}
+    for variant, quantities in PAPER_TABLE_12.items():
+        for quantity, cells in quantities.items():
+            row = next(line for line in lines if line.startswith(f"{printed[variant]} ({quantity.upper()} "))
+            assert dict(zip(depths, map(float, row.split("\t")[1:]))) == cells, (variant, quantity)
 
 
 def test_sparsity_table_means_zeros_and_index_over_seeds(tmp_path):
