@@ -1,14 +1,15 @@
 """The SigGate-GT mechanism tables from hand-written diagnostics: pooled gate statistics, head
 spread of the entropy, MAD against depth and the stable-rank gain, each against a hand count."""
 import json
+import re
 
 import numpy as np
 import pytest
 import yaml
 
 from tests.tools.tool_loader import ROOT
-from zoo.analysis.mechanism_report import (PAPER_TABLE_12, entropy_table, gate_table, mad_depth_table, mechanism_runs,
-                                           rank_table, render_mechanism, sparsity_table)
+from zoo.analysis.mechanism_report import (PAPER_DEPTH, PAPER_TABLE_12, PAPER_TABLE_13, PAPER_TABLE_15, entropy_table, gate_table,
+                                           mad_depth_table, mechanism_runs, rank_table, render_mechanism, sparsity_table)
 from zoo.analysis.runs import ReportError, collect_runs
 
 PAPER_TEXT = ROOT.parent / "shared" / "papers" / "siggate_gt.txt"  # the issue's ../shared/papers/siggate_gt.txt
@@ -115,8 +116,27 @@ def test_depth_table_sets_the_papers_table_12_beside_ours_on_zinc(tmp_path):
         assert row in text, row
 
 
+def test_ten_layer_zinc_models_get_the_papers_tables_13_and_15(tmp_path):
+    root = tmp_path / "runs"
+    gate = (0.5, 0.1, 0.2, 0.05, 10, [0.4, 0.6])
+    for name, model, gated in (("zinc_g1", GATED, True), ("zinc_gps", {"name": "gps", "dim": 8}, False),
+                               ("zinc_tanh", {**GATED, "gate_activation": "tanh"}, True)):
+        layers = [_layer(k, 0.5, 0.5, 2.0, 2.0, [1.0, 3.0], gate if gated else None) for k in range(PAPER_DEPTH)]
+        _write(root, name, model, 0, layers, 0.1, config_hash=name.ljust(10, "0"))
+    text = render_mechanism(collect_runs(root))
+    assert "| 1 | 0.50 [0.71] | 0.10 [0.13] | 20.0 [2.4] | 5.0 [4.1] | 0.40-0.60 |" in text
+    assert "| **avg** | 0.50 [0.58] | 0.10 [0.19] | 20.0 [12.3] | 5.0 [8.7] | 0.40-0.60 |" in text
+    assert "| 1 | 0.50 | 0.10 | 20.0 | 5.0 | 0.40-0.60 |" in text  # tanh: no paper row
+    section = text.split("### Attention entropy")[1].split("###")[0]
+    entropy = {line.split(" | ")[0].strip("| "): line.split(" | ")[3:] for line in section.splitlines()
+               if line.startswith("| zinc_")}
+    assert entropy["zinc_g1"][0] == "2.00 ± 1.00 [3.02]" and entropy["zinc_g1"][4] == "2.00 ± 1.00 [2.89]"
+    assert entropy["zinc_gps"][9] == "2.00 ± 1.00 [1.72] |" and entropy["zinc_g1"][1] == "2.00 ± 1.00"
+    assert "[" not in "".join(entropy["zinc_tanh"])
+
+
 @pytest.mark.skipif(not PAPER_TEXT.exists(), reason=f"the paper's text is not at {PAPER_TEXT}")
-def test_table_12_as_transcribed_is_the_papers():
+def test_tables_12_13_and_15_as_transcribed_are_the_papers():
     lines = PAPER_TEXT.read_text().splitlines()
     header = next(line for line in lines if line.startswith("Method\t4\t8"))
     depths = [int(word) for word in header.split("\t")[1:-1]] + [int(header.split("\t")[-1].split()[0])]
@@ -125,6 +145,21 @@ def test_table_12_as_transcribed_is_the_papers():
         for quantity, cells in quantities.items():
             row = next(line for line in lines if line.startswith(f"{printed[variant]} ({quantity.upper()} "))
             assert dict(zip(depths, map(float, row.split("\t")[1:]))) == cells, (variant, quantity)
+    table_13 = _table_rows(lines, "Table 13.", 2)
+    for variant, cells in PAPER_TABLE_13.items():
+        assert [float(v) for v in re.findall(r"([\d.]+)\\pm", table_13[printed[variant]])] == list(cells.values())
+        assert list(cells) == [1, 5, 10]  # the paper's columns: Layer 1, Layer 5, Layer 10
+    table_15 = _table_rows(lines, "Table 15.", 11)
+    for layer, (mean, sd, below, above) in PAPER_TABLE_15.items():
+        assert [float(v) for v in re.findall(r"[\d.]+", table_15[layer])] == pytest.approx([mean, sd, 100 * below, 100 * above])
+
+
+def _table_rows(lines: list[str], caption: str, count: int) -> dict[str, str]:
+    """The first ``count`` rows after ``caption``'s column header, by their first cell."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(caption))
+    header = next(i for i in range(start + 1, len(lines)) if "\t" in lines[i])
+    rows = [line.split("\t", 1) for line in lines[header + 1:header + 1 + count]]
+    return {first: rest for first, rest in rows}
 
 
 def test_sparsity_table_means_zeros_and_index_over_seeds(tmp_path):

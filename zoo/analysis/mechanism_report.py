@@ -35,18 +35,32 @@ from zoo.analysis.runs import ReportError
 from zoo.analysis.tables import PERCENT_METRICS, order_datasets
 
 
+G1 = "siggate_gt output sigmoid per-head"
+"""The :func:`variant` of the paper's SigGate-GT (G1: a sigmoid gate per head on the attention output)."""
 PAPER_TABLE_12 = {
     "gps": {"MAD": {4: 0.72, 8: 0.58, 10: 0.49, 12: 0.44, 16: 0.37},
             "mae": {4: 0.092, 8: 0.075, 10: 0.070, 12: 0.078, 16: 0.095}},
-    "siggate_gt output sigmoid per-head": {"MAD": {4: 0.78, 8: 0.69, 10: 0.64, 12: 0.61, 16: 0.57},
-                                           "mae": {4: 0.079, 8: 0.063, 10: 0.059, 12: 0.061, 16: 0.068}},
+    G1: {"MAD": {4: 0.78, 8: 0.69, 10: 0.64, 12: 0.61, 16: 0.57},
+         "mae": {4: 0.079, 8: 0.063, 10: 0.059, 12: 0.061, 16: 0.068}},
 }
 """The SigGate-GT paper's Table 12 (canonical ZINC): MAD and test MAE of GraphGPS and SigGate-GT by
 depth, keyed by :func:`variant`. The paper's "73% of its initial MAD at 16 layers versus 51%"
 (Section 8.3) is MAD at 16 over MAD at 4 layers, the share the depth table prints as kept."""
+PAPER_TABLE_13 = {"gps": {1: 2.84, 5: 2.31, 10: 1.72}, G1: {1: 3.02, 5: 2.89, 10: 2.61}}
+"""The paper's Table 13: attention entropy (nats) at layers 1, 5 and 10 of its 10-layer ZINC models."""
+PAPER_TABLE_15 = {"1": (0.71, 0.13, 0.024, 0.041), "2": (0.66, 0.16, 0.053, 0.058), "3": (0.62, 0.18, 0.081, 0.072),
+                  "4": (0.54, 0.22, 0.150, 0.094), "5": (0.51, 0.23, 0.178, 0.101), "6": (0.53, 0.22, 0.161, 0.098),
+                  "7": (0.55, 0.21, 0.142, 0.096), "8": (0.58, 0.19, 0.127, 0.091), "9": (0.60, 0.18, 0.104, 0.087),
+                  "10": (0.62, 0.17, 0.098, 0.089), "avg": (0.58, 0.19, 0.123, 0.087)}
+"""The paper's Table 15: SigGate-GT's gates per layer of its 10-layer ZINC model: mean, sd, share
+below 0.1 and above 0.9; ``avg`` pooled over (layer, head, example)."""
+GATE_FORMATS = ((".2f", 1), (".2f", 1), (".1f", 100), (".1f", 100))
+"""Format and scale of the gate table's mean, sd and the shares below 0.1 and above 0.9 (in %)."""
+PAPER_DEPTH = 10
+"""The depth of the paper's ZINC model, at which Tables 13 and 15 apply."""
 PAPER_DATASETS = ("zinc", "zinc_smiles")
-"""Datasets whose depth table sets the paper's Table 12 beside ours (ZINC-SMILES is the same task
-on another 12k-molecule set, so compare directions, not values)."""
+"""Datasets whose tables set the paper's numbers beside ours (ZINC-SMILES is the same task on
+another 12k-molecule set, so compare directions, not values)."""
 
 
 def variant(model: dict) -> str:
@@ -200,26 +214,40 @@ def _pm(mean: float, sd: float, spec: str) -> str:
     return format(mean, spec) + ("" if pd.isna(sd) else f" ± {format(sd, spec)}")
 
 
-def _render_gates(table: pd.DataFrame) -> list[str]:
+def _render_gates(table: pd.DataFrame, records: list[dict]) -> list[str]:
     if table.empty:
         return ["No gated run."]
     lines = []
     for (model, dataset), block in table.groupby(level=["model", "dataset"], sort=False):
         block = block.droplevel(["model", "dataset"])
+        paper = PAPER_TABLE_15 if _paper_model(records, model, dataset) == G1 else {}
         lines += ["", f"**{model}** on {dataset} ({int(block.n.iloc[0])} seeds)", ""]
-        lines += markdown_table(["layer", "mean", "sd", "% < 0.1", "% > 0.9", "head means"], [
-            [("**avg**" if layer == "avg" else layer), f"{row['mean']:.2f}", f"{row.sd:.2f}", f"{100 * row.below:.1f}",
-             f"{100 * row.above:.1f}", f"{row.head_min:.2f}-{row.head_max:.2f}"] for layer, row in block.iterrows()])
+        rows = []
+        for layer, row in block.iterrows():
+            ours = (row["mean"], row.sd, 100 * row.below, 100 * row.above)
+            theirs = paper.get(layer)
+            cells = [f"{value:{spec}}" + ("" if theirs is None else f" [{scale * their:{spec}}]")
+                     for value, their, (spec, scale) in zip(ours, theirs or ours, GATE_FORMATS)]
+            rows.append([("**avg**" if layer == "avg" else layer), *cells, f"{row.head_min:.2f}-{row.head_max:.2f}"])
+        lines += markdown_table(["layer", "mean", "sd", "% < 0.1", "% > 0.9", "head means"], rows)
     return lines[1:]
 
 
-def _render_entropy(table: pd.DataFrame) -> list[str]:
+def _paper_model(records: list[dict], model: str, dataset: str) -> str | None:
+    """``model``'s :func:`variant` if the paper's Tables 13 and 15 describe it (its depth, on ZINC)."""
+    record = next(r for r in records if r["model"] == model and r["dataset"] == dataset)
+    return record["variant"] if dataset in PAPER_DATASETS and record["depth"] == PAPER_DEPTH else None
+
+
+def _render_entropy(table: pd.DataFrame, records: list[dict]) -> list[str]:
     depth = int(table.index.get_level_values("layer").max())
     rows = []
     for (model, dataset), block in table.groupby(level=["model", "dataset"], sort=False):
         block = block.droplevel(["model", "dataset"])
+        paper = PAPER_TABLE_13.get(_paper_model(records, model, dataset), {})
+        cells = [_pm(block.entropy.get(k, np.nan), block.head_sd.get(k, np.nan), ".2f") for k in range(1, depth + 1)]
         rows.append([model, dataset, str(int(block.n.max()))] + [
-            _pm(block.entropy.get(k, np.nan), block.head_sd.get(k, np.nan), ".2f") for k in range(1, depth + 1)])
+            f"{cell} [{paper[k]:.2f}]" if k in paper else cell for k, cell in enumerate(cells, start=1)])
     return markdown_table(["model", "dataset", "n", *(f"layer {k}" for k in range(1, depth + 1))], rows)
 
 
@@ -290,12 +318,14 @@ def render_mechanism(runs: pd.DataFrame) -> str:
         raise ReportError("no run has test-set GPS / SigGate-GT diagnostics (metrics.json 'diagnostics' rows with "
                           "'split'; runs recorded before they existed must be retrained)")
     sections = [
-        ("Gate statistics per layer (the paper's Table 15)", _render_gates(gate_table(records)),
+        ("Gate statistics per layer (the paper's Table 15)", _render_gates(gate_table(records), records),
          "Means over seeds of statistics over every test node, head and gate unit; avg pools them over the "
-         "layers (the paper's pooled aggregate); head means: the smallest and largest per-head mean gate."),
-        ("Attention entropy per layer (the paper's Table 13)", _render_entropy(entropy_table(records)),
+         "layers (the paper's pooled aggregate); head means: the smallest and largest per-head mean gate. "
+         f"[bracketed], for a {PAPER_DEPTH}-layer SigGate-GT (G1) on ZINC or ZINC-SMILES: the paper's Table 15."),
+        ("Attention entropy per layer (the paper's Table 13)", _render_entropy(entropy_table(records), records),
          "-sum_j a_ij log a_ij (nats) of each test node's attention row over its graph, averaged over nodes and "
-         "heads, mean over seeds ± the sd over heads of the per-head means (mean over seeds)."),
+         "heads, mean over seeds ± the sd over heads of the per-head means (mean over seeds). [bracketed], for "
+         f"{PAPER_DEPTH}-layer GraphGPS and SigGate-GT models on ZINC or ZINC-SMILES: the paper's Table 13."),
         ("MAD of the final node representations at depth (the paper's Table 12)", _render_depth(mad_depth_table(records)),
          "MAD (Chen et al. 2020, cosine, pairs within a graph) of the last layer's output on the test set, "
          "mean ± sd over seeds; MAD % of the shallowest depth: that depth's MAD kept, as the paper's Section 8.3 "
