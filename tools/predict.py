@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     if report:
         print(f"skipped {len(report)} row(s) with invalid SMILES (predictions left empty):\n{format_report(report)}",
               file=sys.stderr)
+    if preds.nonfinite:  # by file line, as the skipped rows
+        lost = [BadSmiles(bad.row, records[bad.row][0], bad.smiles, bad.reason) for bad in preds.nonfinite]
+        print(f"{len(lost)} row(s) got no finite prediction (left empty):\n{format_report(lost)}", file=sys.stderr)
     print(f"wrote {len(records)} row(s) with {', '.join(f'pred_{name}' for name in preds.columns)} to {out}")
     return 0
 

@@ -5,8 +5,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import torch
 
-from zoo.models.pretrained import load_pretrained
+from zoo.models.pretrained import load_pretrained, save_pretrained
 from zoo.transfer import predict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +46,21 @@ def test_finetune_then_predict(pretrained_path, regression_csv, tmp_path, capsys
     assert sum(written, []) == pytest.approx(direct.ravel().tolist(), abs=1e-6)  # each row gets its own molecule's prediction
     assert predict_cli.main(["--model", str(out / "seed0" / "model.safetensors"), "--data", str(new),
                              "--out", str(preds), "--strict", "--quiet"]) == 1
+
+
+def test_rows_without_a_finite_prediction_are_left_empty_and_named(pretrained_path, tmp_path, capsys):
+    model = load_pretrained(pretrained_path)
+    with torch.no_grad():  # nitrogen's atom embedding (atomic number 7 - 1): molecules with an N overflow
+        model.node_encoder.atom.atom_embedding_list[0].weight[6] = float("inf")
+    poisoned = save_pretrained(model, model.card, tmp_path / "poisoned.safetensors")
+    data = tmp_path / "new.csv"
+    data.write_text("id,smiles\na,CCO\n\nb,CCN\nc,c1ccccc1\n")
+    assert predict_cli.main(["--model", str(poisoned), "--data", str(data), "--out", str(tmp_path / "p.csv"),
+                             "--quiet"]) == 0
+    assert "1 row(s) got no finite prediction (left empty):\n  line 4 (row 1): 'CCN': the model's prediction is not " \
+           "finite" in capsys.readouterr().err
+    rows = list(csv.DictReader((tmp_path / "p.csv").open()))
+    assert [row["pred_logp"] == "" for row in rows] == [False, True, False]
 
 
 def test_bad_arguments_exit_2(pretrained_path, regression_csv, tmp_path, capsys):

@@ -41,6 +41,29 @@ def test_predict_matches_the_trainer_evaluation(pretrained_path):
     np.testing.assert_allclose(kept, _trainer_outputs(model, MOLECULES), rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("architecture", ["siggate_gt", "sparsegate_gt"])
+def test_a_molecule_the_model_overflows_on_gets_a_nan_row_and_is_named(pretrained_path, architecture):
+    """Nitrogen's atom embedding set to inf: the molecules with an N get non-finite activations.
+    Softmax attention (siggate_gt) turns them into NaN outputs; q-softmax (sparsegate_gt) refuses
+    their batch, which is then run molecule by molecule. Either way only those rows are NaN, and
+    they are listed in ``nonfinite``; the others are the clean model's predictions."""
+    clean = load_pretrained(pretrained_path)
+    torch.manual_seed(0)
+    model = create_model(architecture, **MODEL_ARGS).eval()
+    model.load_state_dict(clean.state_dict(), strict=False)  # sparsegate_gt's q parameters keep q = 1
+    model.card = {**clean.card, "architecture": architecture}
+    expected = predict(model, MOLECULES, batch_size=3, progress=False).values
+    with torch.no_grad():
+        model.node_encoder.atom.atom_embedding_list[0].weight[6] = float("inf")  # atomic number 7 - 1
+    preds = predict(model, MOLECULES, batch_size=3, progress=False)
+    with_nitrogen = [2, 4]  # paracetamol and caffeine
+    assert [(bad.row, bad.smiles) for bad in preds.nonfinite] == [(i, MOLECULES[i]) for i in with_nitrogen]
+    assert "prediction is not finite" in preds.nonfinite[0].reason and preds.report == []
+    assert np.isnan(preds.values[with_nitrogen]).all()
+    others = [i for i in range(len(MOLECULES)) if i not in with_nitrogen]
+    np.testing.assert_allclose(preds.values[others], expected[others], rtol=1e-5, atol=1e-6)
+
+
 def test_predict_loads_a_checkpoint_by_path(pretrained_path):
     by_path = predict(pretrained_path, MOLECULES, progress=False).values
     np.testing.assert_allclose(by_path, _trainer_outputs(load_pretrained(pretrained_path), MOLECULES), atol=1e-6)

@@ -77,32 +77,30 @@ def split_scores(output: torch.Tensor, target: torch.Tensor, task: str, metrics:
 
 def predict(model, loader, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """Model outputs and targets over a whole loader, in loader order (eval mode, no grad), on the
-    CPU; the batches run on ``device`` (the model's). A graph whose attention scores overflow
-    (``zoo.ops`` refuses them for the whole batch) gets NaN outputs, as it would with softmax
-    attention, and the batch's other graphs their own outputs (:func:`_graph_by_graph`)."""
+    CPU; the batches run on ``device`` (the model's), through :func:`outputs_or_nan`."""
     model.eval()
     outputs, targets = [], []
     with torch.no_grad():
         for graphs, target in loader:
-            graphs = graphs.to(device)
-            try:
-                outputs.append(model(graphs).cpu())
-            except NonFiniteScores:
-                outputs.append(_graph_by_graph(model, graphs, target.shape[1:]))
+            outputs.append(outputs_or_nan(model, graphs.to(device), target.shape[1]))
             targets.append(target)
     return torch.cat(outputs), torch.cat(targets)
 
 
-def _graph_by_graph(model, graphs, shape: torch.Size) -> torch.Tensor:
-    """``model``'s outputs for each graph of the batch ``graphs`` on its own, on the CPU; NaN of
-    ``shape`` for a graph whose attention scores are not finite."""
-    rows = []
-    for graph in dgl.unbatch(graphs):
-        try:
-            rows.append(model(graph).cpu())
-        except NonFiniteScores:
-            rows.append(torch.full((1, *shape), math.nan))
-    return torch.cat(rows)
+def outputs_or_nan(model, graphs, width: int) -> torch.Tensor:
+    """``model(graphs)`` on the CPU, for a batch of graphs. A graph whose attention scores overflow
+    (``zoo.ops`` refuses them for the whole batch) gets ``width`` NaN outputs, as it would with
+    softmax attention, and the batch's other graphs their own outputs, each run on its own."""
+    try:
+        return model(graphs).cpu()
+    except NonFiniteScores:
+        rows = []
+        for graph in dgl.unbatch(graphs):
+            try:
+                rows.append(model(graph).cpu())
+            except NonFiniteScores:
+                rows.append(torch.full((1, width), math.nan))
+        return torch.cat(rows)
 
 
 def build_graph_model(recipe: Recipe, num_outputs: int, **inputs):

@@ -7,6 +7,7 @@ or dgllife's) and encoded exactly as in training.
 """
 from __future__ import annotations
 
+import math
 import os
 from typing import NamedTuple, Sequence
 
@@ -19,8 +20,12 @@ from zoo.data.cards import DatasetError
 from zoo.data.featurizers import Featurizer, InvalidSmilesError, featurizer_from_spec
 from zoo.data.molecules import BadSmiles, featurize_smiles, format_report
 from zoo.data.positional import add_positional_encodings
+from zoo.engine.graph_trainer import outputs_or_nan
 from zoo.models.capabilities import HasPositionalEncodings
 from zoo.models.pretrained import load_pretrained
+
+
+NONFINITE = "the model's prediction is not finite (its activations or attention overflow on this molecule)"
 
 
 class TransferError(ValueError):
@@ -34,12 +39,14 @@ class Predictions(NamedTuple):
     skipped ones); regression in target units, classification as probabilities. ``columns``:
     the T target names (the card's ``target_columns``, else ``"0"``, ``"1"``, ...). ``report``:
     :class:`~zoo.data.molecules.BadSmiles` of the skipped inputs (``row`` is the 0-based
-    position, ``line`` the 1-based one).
+    position, ``line`` the 1-based one). ``nonfinite``: those of valid molecules whose
+    prediction is not finite (the model's activations overflow on them; NaN rows too).
     """
 
     values: np.ndarray
     columns: list
     report: list
+    nonfinite: list = []
 
 
 def is_classification(card: dict) -> bool:
@@ -61,6 +68,11 @@ def resolve_model(model) -> torch.nn.Module:
             "or a checkpoint name / path."
         )
     return model
+
+
+def _num_outputs(card: dict) -> int:
+    """Outputs per molecule: the card's ``model_args.num_outputs``, else its number of target columns."""
+    return card.get("model_args", {}).get("num_outputs") or len(card.get("target_columns", [])) or 1
 
 
 def card_featurizer(card: dict) -> Featurizer:
@@ -109,8 +121,13 @@ def predict(model, smiles: Sequence[str] | str, *, batch_size: int = 128, strict
     outputs = []
     with torch.no_grad():
         for start in tqdm(range(0, len(graphs), batch_size), desc="predicting", disable=not progress, leave=False):
-            outputs.append(model(dgl.batch(graphs[start:start + batch_size]).to(device)).cpu())
+            batch = dgl.batch(graphs[start:start + batch_size]).to(device)
+            outputs.append(outputs_or_nan(model, batch, _num_outputs(model.card)))
     output = torch.cat(outputs).double()
+    finite = torch.isfinite(output).all(1)
+    output[~finite] = math.nan
+    nonfinite = [BadSmiles(kept[i], kept[i] + 1, smiles[kept[i]], NONFINITE)
+                 for i in (~finite).nonzero().flatten().tolist()]
     if is_classification(model.card):
         output = torch.sigmoid(output)
     columns = [str(c) for c in model.card.get("target_columns") or range(output.shape[1])]
@@ -121,4 +138,4 @@ def predict(model, smiles: Sequence[str] | str, *, batch_size: int = 128, strict
         )
     values = np.full((len(smiles), output.shape[1]), np.nan)
     values[kept] = output.numpy()
-    return Predictions(values, columns, report)
+    return Predictions(values, columns, report, nonfinite)
