@@ -46,7 +46,7 @@ class Predictions(NamedTuple):
     values: np.ndarray
     columns: list
     report: list
-    nonfinite: list = []
+    nonfinite: list
 
 
 def is_classification(card: dict) -> bool:
