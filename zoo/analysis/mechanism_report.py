@@ -275,19 +275,24 @@ def _render_depth(table: pd.DataFrame) -> list[str]:
                     row = cells.loc[d]
                     if quantity == "MAD":
                         ours = _pm(row.mad, row.mad_sd, ".3f")
-                        theirs = paper.get("MAD", {}).get(d)
+                        theirs = _printed(paper.get("MAD", {}).get(d), ".2f")
                     elif quantity == kept:
                         ours = f"{100 * row.kept:.0f}"
                         mads = paper.get("MAD", {})
                         theirs = f"{100 * mads[d] / mads[depths[0]]:.0f}" if d in mads and depths[0] in mads else None
                     else:
                         ours = _pm(scale * row.score, scale * row.score_sd, digits)
-                        theirs = paper.get(metric, {}).get(d)
+                        theirs = _printed(paper.get(metric, {}).get(d), ".3f")
                     return ours if theirs is None else f"{ours} [{theirs}]"
                 rows.append([name, quantity] + [cell(d) for d in depths])
         lines += ["", f"{dataset} (recipes: {'; '.join(sorted(set(block.models)))})", ""]
         lines += markdown_table(["model", "", *(f"{d} layers" for d in depths)], rows)
     return lines[1:]
+
+
+def _printed(value: float | None, spec: str) -> str | None:
+    """A paper's number as it prints it (``spec``: its decimals), or None where it has none."""
+    return None if value is None else format(value, spec)
 
 
 def _render_ranks(table: pd.DataFrame) -> list[str]:
