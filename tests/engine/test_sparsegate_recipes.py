@@ -35,3 +35,18 @@ def test_sparsegate_recipe_is_the_siggate_recipe_with_another_normaliser(prefix,
     assert (recipe.optim.q_warmup, recipe.optim.q_lr) == (siggate.optim.warmup_epochs, siggate.optim.lr)
     model = create_model("sparsegate_gt", **{k: v for k, v in recipe.model.items() if k != "name"})
     assert len(model.index_parameters()) == recipe.model["layers"]  # one [heads] index per layer
+
+
+@pytest.mark.parametrize("gate", ["", "_nogate"])
+@pytest.mark.parametrize("kind", sorted(NORMALISER))
+def test_zinc_sparsegate_at_the_cpu_study_schedule_pairs_with_4b(kind, gate):
+    """`--epochs 30` (the issue's CPU study) gives 4b's zinc_cpu_g1 schedule, data and seeds, so
+    `tools/sweep.py recipes/zinc_smiles_sparsegate_*.yaml --epochs 30` pairs with the 4b rows."""
+    recipe = load_recipe(RECIPES / f"zinc_smiles_sparsegate_{kind}{gate}.yaml", epochs=30).to_dict()
+    g1 = load_recipe(RECIPES / "zinc_cpu_g1.yaml").to_dict()
+    assert recipe["model"] == {**g1["model"], "name": "sparsegate_gt", **NORMALISER[kind],
+                               **({"gate": "none"} if gate else {})}
+    assert recipe.pop("optim").items() - g1.pop("optim").items() <= {("q_lr", 1.0e-3), ("q_warmup", 1)}
+    for key in ("name", "description", "model"):
+        recipe.pop(key), g1.pop(key)
+    assert recipe == g1  # dataset, task, seeds, featurizer, train
