@@ -206,4 +206,3 @@ def _say_non_finite(desc: str, epoch: int, evaluated: dict, monitor: str) -> Non
 def finish(run_dir: Path) -> None:
     """Drop ``last.pt`` once the run's final metrics are written (best.pt stays)."""
     (Path(run_dir) / LAST).unlink(missing_ok=True)
-
