@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from tests.tools.tool_loader import ROOT
-from zoo.analysis.mechanism_report import (PAPER_DEPTH, PAPER_TABLE_12, PAPER_TABLE_13, PAPER_TABLE_15, entropy_table, gate_table,
-                                           mad_depth_table, mechanism_runs, rank_table, render_mechanism, sparsity_table)
+from zoo.analysis.mechanism_report import (PAPER_DEPTH, PAPER_TABLE_12, PAPER_TABLE_13, PAPER_TABLE_15, depth_pairs,
+                                           entropy_table, gate_table, mad_depth_table, mechanism_runs, rank_table, render_mechanism, sparsity_table)
 from zoo.analysis.runs import ReportError, collect_runs
 
 PAPER_TEXT = ROOT.parent / "shared" / "papers" / "siggate_gt.txt"  # the issue's ../shared/papers/siggate_gt.txt
@@ -115,6 +115,32 @@ def test_depth_table_sets_the_papers_table_12_beside_ours_on_zinc(tmp_path):
                 "| gps | mae | 0.1100 [0.092] | - |"):
         assert row in text, row
 
+
+
+def test_depth_table_tests_each_row_against_g1_paired_by_seed(tmp_path):
+    """Depth 4, seeds 0-2: G1 minus GPS is -0.03, 0.00, -0.04 (Shapiro keeps normality), so a paired t
+    with 2 degrees of freedom, whose two-sided p is 1 - t / sqrt(t^2 + 2) by hand. Depth 8, seeds 0-1:
+    two negative differences go to Wilcoxon, exact p 2 / 2^2 = 0.5. Depth 12 shares one seed: untested.
+    Holm over the row's two tests: 2 p_4, then max(2 p_4, p_8)."""
+    root = tmp_path / "runs"
+    gps = {"name": "gps", "dim": 8}
+    cases = {4: ([0.10, 0.12, 0.11], [0.13, 0.12, 0.15]), 8: ([0.09, 0.08], [0.10, 0.10]), 12: ([0.07], [0.08, 0.09])}
+    for depth, (g1, ungated) in cases.items():
+        for name, model, scores in ((f"depth{depth}_g1", GATED, g1), (f"depth{depth}_gps", gps, ungated)):
+            for seed, score in enumerate(scores):
+                _write(root, name, model, seed, [_layer(k, 0.5, 0.5, 2.0, 2.0, [1.0, 1.0]) for k in range(depth)],
+                       score, config_hash=name.ljust(10, "0"))
+    pairs = depth_pairs(mechanism_runs(collect_runs(root))).xs("gps", level="variant").droplevel(["dataset", "family"])
+    diffs = np.array([-0.03, 0.00, -0.04])
+    t = abs(diffs.mean()) / (diffs.std(ddof=1) / np.sqrt(3))
+    p4 = 1 - t / np.sqrt(t**2 + 2)
+    assert sorted(pairs.index) == [4, 8]
+    assert pairs.loc[4, ["diff", "p", "holm"]].tolist() == pytest.approx([diffs.mean(), p4, 2 * p4])
+    assert (pairs.loc[4, "test"], pairs.loc[8, "test"], pairs.loc[4, "n"]) == ("t", "wilcoxon", 3)
+    assert pairs.loc[8, ["diff", "p", "holm"]].tolist() == pytest.approx([-0.015, 0.5, max(2 * p4, 0.5)])
+    text = render_mechanism(collect_runs(root))
+    assert (f"| gps | G1 − this row, mae, paired (p, Holm) | -0.0233 ({p4:.3f}, {2 * p4:.3f}), n 3 | -0.0150 (0.500, "
+            f"{max(2 * p4, 0.5):.3f}), n 2 | - |") in text
 
 def test_ten_layer_zinc_models_get_the_papers_tables_13_and_15(tmp_path):
     root = tmp_path / "runs"

@@ -10,6 +10,7 @@ computed on the whole test set), in the layouts of the SigGate-GT paper:
   readout pools), the share of the shallowest depth's MAD kept, and the test metric against depth
   (Table 12; the paper's numbers, :data:`PAPER_TABLE_12`, beside ours on ZINC). Runs whose resolved
   recipes differ only in ``model.layers`` form one row, labelled by the model (:func:`variant`);
+  :func:`depth_pairs` tests each row's metric against SigGate-GT's (G1) at every depth, paired by seed;
 * :func:`sparsity_table`: the share of exact zeros in the global attention and the layer's q or
   alpha per head, per layer (sparse-and-gated attention, ``sparsegate_gt``);
 * :func:`rank_table`: the stable rank of the per-head attention outputs before and after the gate
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from zoo.analysis.paired_tests import holm, paired_test
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError
 from zoo.analysis.tables import PERCENT_METRICS, order_datasets
@@ -167,6 +169,40 @@ def mad_depth_table(records: list[dict]) -> pd.DataFrame:
     return table
 
 
+def depth_pairs(records: list[dict]) -> pd.DataFrame:
+    """Index (dataset, variant, family, depth) of each row of :func:`mad_depth_table` but its
+    dataset's reference (the G1 row, the first of them if several; else the first row), at every
+    depth where the two share at least 2 seeds; columns diff (the reference's test main metric
+    minus this row's, mean over the shared seeds, as in the results table's paired tests), p
+    (:func:`zoo.analysis.paired_tests.paired_test`), holm (p Holm-corrected over the row's depths),
+    test (``t`` or ``wilcoxon``), n (shared seeds), reference (its variant)."""
+    frame = pd.DataFrame([{"dataset": r["dataset"], "variant": r["variant"], "family": r["family"],
+                           "depth": r["depth"], "seed": r["seed"], "score": r["score"]} for r in records])
+    rows = []
+    for dataset, runs in frame.groupby("dataset"):
+        # recipes alike but for their name give one run a seed: their mean
+        scores = runs.groupby(["variant", "family", "depth", "seed"]).score.mean()
+        labels = sorted(set(zip(runs.variant, runs.family)))
+        reference = next((label for label in labels if label[0] == G1), labels[0])
+        ours = scores.xs(reference, level=["variant", "family"])
+        for label in labels[:labels.index(reference)] + labels[labels.index(reference) + 1:]:
+            theirs = scores.xs(label, level=["variant", "family"])
+            tested = []
+            for depth in sorted(set(ours.index.get_level_values("depth")) & set(theirs.index.get_level_values("depth"))):
+                a, b = ours.xs(depth, level="depth"), theirs.xs(depth, level="depth")
+                shared = a.index.intersection(b.index)
+                if len(shared) >= 2:
+                    result = paired_test(a[shared].to_numpy(), b[shared].to_numpy())
+                    tested.append({"dataset": dataset, "variant": label[0], "family": label[1], "depth": depth,
+                                   "diff": result["mean_diff"], "p": result["p_value"], "test": result["test"],
+                                   "n": len(shared), "reference": reference[0]})
+            adjusted = holm([row["p"] for row in tested]) if tested else []
+            rows += [{**row, "holm": value} for row, value in zip(tested, adjusted)]
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).set_index(["dataset", "variant", "family", "depth"])
+
+
 def rank_table(records: list[dict]) -> pd.DataFrame:
     """Index (model, dataset); columns ungated / gated (per-head stable rank averaged over graphs,
     heads and layers, mean over seeds), gain (% change of the means, as the paper's Table 1),
@@ -251,7 +287,7 @@ def _render_entropy(table: pd.DataFrame, records: list[dict]) -> list[str]:
     return markdown_table(["model", "dataset", "n", *(f"layer {k}" for k in range(1, depth + 1))], rows)
 
 
-def _render_depth(table: pd.DataFrame) -> list[str]:
+def _render_depth(table: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
     lines = []
     for dataset in order_datasets(table.index.get_level_values("dataset")):
         block = table.xs(dataset, level="dataset")
@@ -285,6 +321,15 @@ def _render_depth(table: pd.DataFrame) -> list[str]:
                         theirs = _printed(paper.get(metric, {}).get(d), ".3f")
                     return ours if theirs is None else f"{ours} [{theirs}]"
                 rows.append([name, quantity] + [cell(d) for d in depths])
+        for label, family in labels:
+            if pairs.empty or (dataset, label, family) not in pairs.index.droplevel("depth"):
+                continue
+            tested = pairs.xs((dataset, label, family), level=["dataset", "variant", "family"])
+            name = f"{label} [{family}]" if label in twice else label
+            reference = "G1" if tested.reference.iloc[0] == G1 else tested.reference.iloc[0]
+            rows.append([name, f"{reference} − this row, {metric}, paired (p, Holm)"] + [
+                f"{scale * tested.loc[d, 'diff']:+{digits}} ({tested.loc[d, 'p']:.3f}, {tested.loc[d, 'holm']:.3f}), "
+                f"n {tested.loc[d, 'n']}" if d in tested.index else "-" for d in depths])
         lines += ["", f"{dataset} (recipes: {'; '.join(sorted(set(block.models)))})", ""]
         lines += markdown_table(["model", "", *(f"{d} layers" for d in depths)], rows)
     return lines[1:]
@@ -331,12 +376,15 @@ def render_mechanism(runs: pd.DataFrame) -> str:
          "-sum_j a_ij log a_ij (nats) of each test node's attention row over its graph, averaged over nodes and "
          "heads, mean over seeds ± the sd over heads of the per-head means (mean over seeds). [bracketed], for "
          f"{PAPER_DEPTH}-layer GraphGPS and SigGate-GT models on ZINC or ZINC-SMILES: the paper's Table 13."),
-        ("MAD of the final node representations at depth (the paper's Table 12)", _render_depth(mad_depth_table(records)),
+        ("MAD of the final node representations at depth (the paper's Table 12)",
+         _render_depth(mad_depth_table(records), depth_pairs(records)),
          "MAD (Chen et al. 2020, cosine, pairs within a graph) of the last layer's output on the test set, "
          "mean ± sd over seeds; MAD % of the shallowest depth: that depth's MAD kept, as the paper's Section 8.3 "
          "(its 73% and 51% are 16 over 4 layers); the metric is the test main metric (mean ± sd). Runs whose "
-         "recipes differ only in model.layers share a row. [bracketed], on ZINC and ZINC-SMILES: the SigGate-GT "
-         "paper's Table 12 (canonical ZINC, 2000 epochs; its MAD ratios for the kept share)."),
+         "recipes differ only in model.layers share a row; paired: SigGate-GT's test metric (G1; else the first "
+         "row's) minus the row's, on the seeds both have at that depth, mean, with the p of a paired t-test "
+         "(Wilcoxon where Shapiro rejects normality) and that p Holm-corrected over the row's depths. "
+         "[bracketed], on ZINC and ZINC-SMILES: the SigGate-GT paper's Table 12 (canonical ZINC, 2000 epochs; its MAD ratios for the kept share)."),
         ("Exact zeros and the learned index of the global attention per layer", _render_sparsity(sparsity_table(records)),
          "Share of exact-zero attention weights over every real (query, key) pair of the test graphs (padding "
          "excluded), mean over seeds, and the range over heads; index: the layer's q (q-softmax) or alpha (entmax) "
