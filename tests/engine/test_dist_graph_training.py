@@ -192,6 +192,21 @@ def test_standalone_records_a_diverged_seed_and_does_not_retrain_it(tmp_path):
     assert record.stat().st_mtime_ns > files[record]  # retrained, and recorded again
 
 
+
+def test_standalone_records_attention_that_overflows_in_the_final_evaluation(tmp_path):
+    """The test nodes, evaluated only after training, get inf features after the last epoch: the
+    selected model's attention overflows in the final evaluation. The run stops with TrainingDiverged
+    naming it, writes diverged.json and no metrics, as an overflow inside the epoch loop does."""
+    part_config = _partition(tmp_path, 1)
+    command = [sys.executable, str(DRIVER), str(part_config), str(tmp_path / "runs"), "poison"]
+    ((code, output),) = _run([(command, {"PYTHONPATH": str(REPO)})], tmp_path, 1)
+    assert code != 0 and "TrainingDiverged: training diverged: the attention" in output, output[-3000:]
+    assert "in the final evaluation of cora_ltga_edge_sampled seed 0 (the model of epoch" in output
+    assert "NonFiniteScores" not in output.split("TrainingDiverged: training diverged")[-1]
+    (record,) = (tmp_path / "runs").glob("*/*/seed0/diverged.json")
+    assert "in the final evaluation" in json.loads(record.read_text())["message"]
+    assert not (record.parent / "metrics.json").exists() and (record.parent / "last.pt").exists()
+
 def test_standalone_refuses_a_run_folder_another_process_trains(tmp_path):
     """A second DistGraph job on a seed folder that another process holds stops with one error line
     naming that process, and writes nothing there (zoo.engine.run_lock)."""

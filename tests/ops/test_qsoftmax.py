@@ -5,7 +5,7 @@ import torch
 from dgl.nn.functional import edge_softmax
 
 from tests.ops.graphs import make_graph
-from zoo.ops import ZooOpError, edge_qsoftmax
+from zoo.ops import NonFiniteScores, ZooOpError, edge_qsoftmax
 
 pytestmark = pytest.mark.usefixtures("op_path")  # fused kernels and pure torch alike
 
@@ -145,6 +145,14 @@ def test_errors(graph):
         edge_qsoftmax(graph, z, torch.tensor([1.0, -0.5, 2.0]))
     with pytest.raises(ZooOpError, match=r"q = \[nan\]"):
         edge_qsoftmax(graph, z, float("nan"))
+    # a NaN in a learned per-edge q (computed from the inputs, as LTGA-Edge's) is an overflow, as NaN scores are
+    q = torch.full((graph.num_edges(), 3), 1.5)
+    q[4, 1] = float("nan")
+    with pytest.raises(NonFiniteScores, match=r"q = \[nan\]"):
+        edge_qsoftmax(graph, z, q)
+    with pytest.raises(ZooOpError) as domain:
+        edge_qsoftmax(graph, z, q.nan_to_num(-0.5))
+    assert not isinstance(domain.value, NonFiniteScores)  # finite but outside the domain: the caller's error
     with pytest.raises(ZooOpError, match=r"logits has shape \[5, 3\] but the graph has 35 edges"):
         edge_qsoftmax(graph, z[:5], 1.5)
     with pytest.raises(ZooOpError, match=r"q has shape \[4\], which does not fit logits of shape \[35, 3\]"):

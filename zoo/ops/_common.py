@@ -13,8 +13,10 @@ class ZooOpError(ValueError):
 
 
 class NonFiniteScores(ZooOpError):
-    """Scores that hold NaN or +inf. In training, after the inputs were finite at the start, it
-    means the weights diverged (the trainers report it as ``zoo.engine.divergence.TrainingDiverged``)."""
+    """Scores that hold NaN or +inf, or an index (q, alpha) that is NaN or infinite: a learned one,
+    such as LTGA-Edge's per-edge q, is computed from the same inputs as the scores. In training,
+    after the inputs were finite at the start, it means the weights diverged (the trainers report
+    it as ``zoo.engine.divergence.TrainingDiverged``)."""
 
 
 def edge_scores(graph, logits, name="logits"):
@@ -80,12 +82,14 @@ def edge_param(value, name, x, shape, per_edge):
 
 
 def check_param(value, name, low, low_ok):
-    """Raise unless every entry of ``value`` is finite and ``> low`` (``>= low`` if ``low_ok``)."""
+    """Raise unless every entry of ``value`` is finite and ``> low`` (``>= low`` if ``low_ok``):
+    :class:`NonFiniteScores` if an entry is NaN or infinite, else :class:`ZooOpError`."""
     vals = value.detach() if torch.is_tensor(value) else torch.tensor([value])
-    bad = ~torch.isfinite(vals) | ((vals < low) if low_ok else (vals <= low))
+    finite = torch.isfinite(vals)
+    bad = ~finite | ((vals < low) if low_ok else (vals <= low))
     if bool(bad.any()):
         sign = ">=" if low_ok else ">"
-        raise ZooOpError(f"{name} must be finite and {sign} {low:g}; got {name} = "
+        raise (ZooOpError if bool(finite.all()) else NonFiniteScores)(f"{name} must be finite and {sign} {low:g}; got {name} = "
                          f"{vals[bad].flatten()[:5].tolist()} (first bad values)")
 
 
