@@ -35,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="recipe: every seed of a recipe, then the next recipe (default); seed: seed k of "
                              "every recipe before seed k+1, so a sweep stopped early leaves paired seeds")
     parser.add_argument("--force", action="store_true", help="retrain seeds that already finished")
-    parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
+    parser.add_argument("--progress", action="store_true",
+                        help="show a progress bar per seed (where standard error is a file, as in a background "
+                             "job's log: one line an epoch)")
     parser.add_argument("--status", action="store_true",
                         help="train nothing: list each recipe's seeds that are finished, under way (at which "
                              "epoch) or still to run, and the training time left")

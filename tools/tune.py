@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune-seeds", default="0-2", help="seeds the pick is made on (default: 0-2)")
     parser.add_argument("--seeds", default="0-9", help="seeds the pick then runs on (default: 0-9)")
     add_run_options(parser, "override a key in every recipe (repeatable)")
-    parser.add_argument("--progress", action="store_true", help="show a progress bar per seed")
+    parser.add_argument("--progress", action="store_true",
+                        help="show a progress bar per seed (where standard error is a file, as in a background "
+                             "job's log: one line an epoch)")
     args = parser.parse_args(argv)
     keep_freed_memory()
     try:

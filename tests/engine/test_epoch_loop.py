@@ -1,5 +1,7 @@
 """run_epochs: early stopping by hand-made curves, best weights, checkpoints on a clock, and resume
 after a kill."""
+import re
+
 import pytest
 import torch
 
@@ -9,7 +11,8 @@ from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.epoch_loop import LAST, BatchCheckpoints, finish, run_epochs
 
 
-def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None, checkpoint_every=0, tick=None):
+def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None, checkpoint_every=0, tick=None,
+          progress=False):
     """A linear model stepped by SGD each epoch; ``scores[e]`` is epoch e's validation value."""
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
@@ -31,7 +34,7 @@ def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None
     it = iter(range(len(scores)))
     state = run_epochs(model=model, optimizers=[optimizer], run_dir=tmp_path, epochs=epochs or len(scores),
                        patience=patience, train_epoch=train_epoch, evaluate=lambda: {"val_mae": scores[next(it)]},
-                       monitor="val_mae", mode=mode, progress=False, checkpoint_every=checkpoint_every)
+                       monitor="val_mae", mode=mode, progress=progress, checkpoint_every=checkpoint_every)
     return state, model
 
 
@@ -73,6 +76,19 @@ def test_nan_epochs_are_never_best_and_all_nan_is_an_error(tmp_path, mode, capsy
                     "takes a NaN val_mae" for e in (0, 2)]
     with pytest.raises(TrainingDiverged, match="the run: none of its 3 epochs gave a finite val_mae"):
         _loop(tmp_path / "all", [nan, nan, nan], patience=9, mode=mode)
+
+
+def test_a_log_gets_one_line_an_epoch_instead_of_a_bar(tmp_path, capsys):
+    """Standard error captured (not a terminal, as a background job's log): no bar redraws, one
+    line per epoch, numbered on from a resumed run's epoch."""
+    with pytest.raises(KeyboardInterrupt):
+        _loop(tmp_path, [5.0, 4.0, 3.5], fail_at=2, progress=True)
+    _loop(tmp_path, [3.5], epochs=3, progress=True)
+    err = capsys.readouterr().err
+    lines = [re.sub(r"train_loss [0-9.e-]+, (.*) \(\d+ s of", r"train_loss L, \1 (T s of", line)
+             for line in err.splitlines()]
+    assert "\r" not in err and lines == [f"the run, epoch {k}/3: train_loss L, val_mae {mae} (T s of training)"
+                                         for k, mae in ((1, 5), (2, 4), (3, 3.5))]
 
 
 def test_bad_mode_is_named(tmp_path):

@@ -1,5 +1,6 @@
 """The epoch loop every trainer shares: resume, early stopping, best weights, checkpoints,
-TensorBoard scalars and a progress bar.
+TensorBoard scalars and a progress bar (on a terminal; where standard error is a file or a pipe,
+as in a background job's log, one line an epoch instead).
 
 ``last.pt`` is written atomically (model, optimisers, schedulers, loop state and RNG states)
 after the first epoch, then after any epoch that ends ``checkpoint_every`` seconds (default
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import time
 from itertools import islice
 from pathlib import Path
@@ -116,7 +118,8 @@ def run_epochs(
 
     main = is_main()
     writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=state["epoch"]) if main else None
-    bar = tqdm(total=epochs, initial=state["epoch"], desc=desc, disable=not (progress and main), leave=False,
+    lines = progress and main and not sys.stderr.isatty()  # a log: one line an epoch, not a bar's redraws
+    bar = tqdm(total=epochs, initial=state["epoch"], desc=desc, disable=not (progress and main) or lines, leave=False,
                dynamic_ncols=True)
     verify = True  # the first save of the run is read back with weights_only; later ones hold the same kinds
     saved_at = -math.inf
@@ -146,7 +149,8 @@ def run_epochs(
             partial = None
             for scheduler in schedulers:
                 scheduler.step()
-            state["train_seconds"] += time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            state["train_seconds"] += seconds
             with _overflow_is_divergence("evaluation", state["epoch"], desc):
                 evaluated = evaluate()
             row.update(evaluated)
@@ -165,9 +169,14 @@ def run_epochs(
                 for key, value in row.items():
                     if key != "epoch":
                         writer.add_scalar(key.replace("_", "/", 1), value, row["epoch"])
+                shown = {key: f"{value:.4g}" for key, value in row.items() if key in ("train_loss", monitor)
+                         or key.startswith("val_") and not key.endswith("loss")}
                 bar.update(1)
-                bar.set_postfix({key: f"{value:.4g}" for key, value in row.items() if key in ("train_loss", monitor)
-                                 or key.startswith("val_") and not key.endswith("loss")})
+                bar.set_postfix(shown)
+                if lines:
+                    print(f"{desc or 'the run'}, epoch {state['epoch']}/{epochs}: "
+                          + ", ".join(f"{key} {value}" for key, value in shown.items())
+                          + f" ({seconds:.0f} s of training)", file=sys.stderr, flush=True)
                 if on_epoch_end is not None:
                     on_epoch_end(row["epoch"], row)
     finally:
