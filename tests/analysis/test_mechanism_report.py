@@ -9,7 +9,8 @@ import yaml
 
 from tests.tools.tool_loader import ROOT
 from zoo.analysis.mechanism_report import (PAPER_DEPTH, PAPER_TABLE_12, PAPER_TABLE_13, PAPER_TABLE_15, depth_pairs,
-                                           entropy_table, gate_table, mad_depth_table, mechanism_runs, rank_table, render_mechanism, sparsity_table)
+                                           entropy_table, gate_table, mad_depth_table, mechanism_runs, rank_table,
+                                           render_mechanism, sparsity_table)
 from zoo.analysis.runs import ReportError, collect_runs
 
 PAPER_TEXT = ROOT.parent / "shared" / "papers" / "siggate_gt.txt"  # the issue's ../shared/papers/siggate_gt.txt

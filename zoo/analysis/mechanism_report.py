@@ -188,7 +188,8 @@ def depth_pairs(records: list[dict]) -> pd.DataFrame:
         for label in labels[:labels.index(reference)] + labels[labels.index(reference) + 1:]:
             theirs = scores.xs(label, level=["variant", "family"])
             tested = []
-            for depth in sorted(set(ours.index.get_level_values("depth")) & set(theirs.index.get_level_values("depth"))):
+            depths = set(ours.index.get_level_values("depth")) & set(theirs.index.get_level_values("depth"))
+            for depth in sorted(depths):
                 a, b = ours.xs(depth, level="depth"), theirs.xs(depth, level="depth")
                 shared = a.index.intersection(b.index)
                 if len(shared) >= 2:
@@ -384,7 +385,8 @@ def render_mechanism(runs: pd.DataFrame) -> str:
          "recipes differ only in model.layers share a row; paired: SigGate-GT's test metric (G1; else the first "
          "row's) minus the row's, on the seeds both have at that depth, mean, with the p of a paired t-test "
          "(Wilcoxon where Shapiro rejects normality) and that p Holm-corrected over the row's depths. "
-         "[bracketed], on ZINC and ZINC-SMILES: the SigGate-GT paper's Table 12 (canonical ZINC, 2000 epochs; its MAD ratios for the kept share)."),
+         "[bracketed], on ZINC and ZINC-SMILES: the SigGate-GT paper's Table 12 (canonical ZINC, 2000 epochs; "
+         "its MAD ratios for the kept share)."),
         ("Exact zeros and the learned index of the global attention per layer", _render_sparsity(sparsity_table(records)),
          "Share of exact-zero attention weights over every real (query, key) pair of the test graphs (padding "
          "excluded), mean over seeds, and the range over heads; index: the layer's q (q-softmax) or alpha (entmax) "

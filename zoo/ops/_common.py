@@ -89,8 +89,9 @@ def check_param(value, name, low, low_ok):
     bad = ~finite | ((vals < low) if low_ok else (vals <= low))
     if bool(bad.any()):
         sign = ">=" if low_ok else ">"
-        raise (ZooOpError if bool(finite.all()) else NonFiniteScores)(f"{name} must be finite and {sign} {low:g}; got {name} = "
-                         f"{vals[bad].flatten()[:5].tolist()} (first bad values)")
+        error = ZooOpError if bool(finite.all()) else NonFiniteScores
+        raise error(f"{name} must be finite and {sign} {low:g}; got {name} = "
+                    f"{vals[bad].flatten()[:5].tolist()} (first bad values)")
 
 
 def check_finite_sum(graph, total, name="logits"):
