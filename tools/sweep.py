@@ -5,6 +5,7 @@ skipped and reported; the others still run). Exit code 1 if a recipe failed or w
     python tools/sweep.py recipes/cora_*.yaml recipes/texas_ltga_*.yaml --seeds 0-9 --out runs/ltga
     python tools/sweep.py recipes/zinc_cpu_*.yaml --order seed --out runs/zinc_cpu   # seed 0 of all, then seed 1, ...
     python tools/sweep.py recipes/zinc_cpu_*.yaml --out runs/zinc_cpu --status     # what is done, under way, left
+    python tools/sweep.py recipes/zinc_cpu_*.yaml --order seed --share --out runs/zinc_cpu   # twice: 2 jobs share it
     python tools/report.py runs/ltga
 """
 from __future__ import annotations
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", action="store_true",
                         help="show a progress bar per seed (where standard error is a file, as in a background "
                              "job's log: one line an epoch)")
+    parser.add_argument("--share", action="store_true",
+                        help="leave a seed that another job is training to it and go on, so the same sweep started "
+                             "N times runs as N jobs dividing the seeds (without it, such a seed stops the sweep)")
     parser.add_argument("--status", action="store_true",
                         help="train nothing: list each recipe's seeds that are finished, under way (at which "
                              "epoch) or still to run, and the training time left")
@@ -60,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
             results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
-                                device=args.device, order=args.order)
+                                device=args.device, order=args.order, share=args.share)
     except (CheckpointError, RunBusyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -77,7 +77,7 @@ def test_random_split_cards_load_once_per_seed(tmp_path, monkeypatch):
 
 
 def _recording_run_recipe(calls):
-    def run(recipe, out, *, seeds, force=False, progress=True, device="cpu"):
+    def run(recipe, out, *, seeds, force=False, progress=True, device="cpu", share=False):
         calls.append((recipe.name, list(seeds), force))
         return {"recipe": recipe.name, "seeds": list(seeds)}
     return run
@@ -151,7 +151,7 @@ def test_a_seed_finished_by_a_recipe_with_the_same_config_is_copied_not_retraine
 
 
 def test_a_recipe_that_fails_does_not_stop_the_sweep(monkeypatch, capsys):
-    def run(recipe, out, *, seeds, force=False, progress=True, device="cpu"):
+    def run(recipe, out, *, seeds, force=False, progress=True, device="cpu", share=False):
         if recipe.name == "a":
             raise FloatingPointError("NaN in the logits")
         return {"recipe": recipe.name, "seeds": list(seeds)}

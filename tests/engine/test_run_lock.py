@@ -1,11 +1,13 @@
 """One process at a time in a seed folder (zoo.engine.run_lock): a second job is refused with the
 holder's pid and touches nothing; the lock goes with its process, so a killed job leaves none."""
 import json
+import subprocess
+import sys
 
 import pytest
 
 from tests.engine.folder_holder import hold_folder
-from tests.tools.tool_loader import load_tool
+from tests.tools.tool_loader import ROOT, load_tool
 from zoo.engine import experiment
 from zoo.engine.recipe import build_recipe
 from zoo.engine.run_lock import RunBusyError, hold_seed
@@ -87,6 +89,45 @@ def test_sweep_stops_with_one_error_line_and_exit_2(tmp_path, holder, capsys):
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and f"pid {process.pid}" in err[0]
 
+
+
+def test_a_shared_sweep_leaves_a_held_seed_to_its_holder_and_trains_the_others(tmp_path, holder, capsys):
+    """--share: seed 0's folder is held by another process, so the sweep says so, leaves it as it is
+    (with --force too), trains seed 1, exits 0 and names seed 0 in its last line."""
+    recipe_file = tmp_path / "cora_gcn_lock.yaml"
+    recipe_file.write_text(json.dumps({key: value for key, value in GCN.items() if key != "name"}))
+    out = tmp_path / "runs"
+    base = experiment.run_folder(build_recipe(GCN), out)
+    (base / "seed0").mkdir(parents=True)
+    (base / "seed0" / "last.pt").write_bytes(b"the other job's checkpoint")
+    process = holder(base / "seed0")
+    for extra in ([], ["--force"]):
+        code = load_tool("sweep").main([str(recipe_file), "--seeds", "0-1", "--order", "seed", "--share",
+                                        "--out", str(out), *extra])
+        said = capsys.readouterr().out
+        assert code == 0, said
+        assert f"seed 0: another process (pid {process.pid}) is training it in {base / 'seed0'}; left to it" in said
+        assert said.rstrip().endswith("left to the jobs training them: cora_gcn_lock seed 0")
+        assert {p.name for p in (base / "seed0").iterdir()} == {"last.pt"}
+        assert (base / "seed0" / "last.pt").read_bytes() == b"the other job's checkpoint"
+        assert json.loads((base / "summary.json").read_text())["seeds"] == [1]
+
+
+def test_the_same_sweep_started_twice_with_share_trains_each_seed_once(tmp_path):
+    """Two --share jobs over the same recipe and seeds, started together: both exit 0, every seed
+    is finished, and each was trained by one job only (its "seed k (split" line in one output)."""
+    command = [sys.executable, str(ROOT / "tools" / "sweep.py"), str(ROOT / "recipes" / "texas_gat.yaml"), "--seeds",
+               "0-3", "--epochs", "2", "--order", "seed", "--share", "--out", str(tmp_path / "runs")]
+    jobs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    try:
+        outputs = [job.communicate(timeout=300)[0] for job in jobs]
+    finally:
+        for job in jobs:
+            job.kill()
+    assert [job.returncode for job in jobs] == [0, 0], outputs
+    trained = [{seed for seed in range(4) if f"seed {seed} (split " in output} for output in outputs]
+    assert trained[0] | trained[1] == {0, 1, 2, 3} and not trained[0] & trained[1], trained
+    assert len(list((tmp_path / "runs").glob("texas_gat/*/seed*/metrics.json"))) == 4
 
 def test_every_rank_raises_when_rank_0_finds_the_folder_busy(tmp_path, holder):
     """``agree`` sums the busy flag over the ranks: a rank that holds nothing raises too when the

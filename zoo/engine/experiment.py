@@ -31,12 +31,14 @@ def run_folder(recipe: Recipe, out: str | Path = "runs") -> Path:
 
 
 def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | None = None,
-               force: bool = False, progress: bool = True, device: str = "cpu") -> dict:
+               force: bool = False, progress: bool = True, device: str = "cpu", share: bool = False) -> dict:
     """Train every seed (the recipe's, or ``seeds``), skipping finished ones unless ``force``.
 
     A seed that another recipe with the same config hash (e.g. an ablation's default point) has
     finished under ``out`` is copied from it, not retrained, unless ``force``. A seed folder that
-    another process is training raises :class:`~zoo.engine.run_lock.RunBusyError`.
+    another process is training raises :class:`~zoo.engine.run_lock.RunBusyError`; with ``share``
+    it is left to that process (said, and listed under ``busy`` in the returned summary, which
+    then covers the other seeds), so several jobs over the same recipes and ``out`` divide the seeds.
 
     A seed whose training diverges (:class:`~zoo.engine.divergence.TrainingDiverged`) is recorded
     in ``diverged.json`` and the next seed goes on; a rerun reports a recorded seed without
@@ -64,7 +66,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     base = run_folder(recipe, out)
     resolved = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
     per_seed_split = card.get("split", {}).get("protocol") == "random"
-    runs, diverged, graph_data = [], {}, None
+    runs, diverged, busy, graph_data = [], {}, [], None
     for seed in seeds if seeds is not None else recipe.seeds:
         seed_dir = base / f"seed{seed}"
         finished = seed_dir / "metrics.json"
@@ -85,9 +87,16 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                 f"copied its run from {twin} (use --force to retrain)")
             runs.append(json.loads((twin / "metrics.json").read_text()))
             continue
-        if force and seed_dir.exists() and rank0:
-            with hold_seed(seed_dir):  # never delete a run that another process is training
-                shutil.rmtree(seed_dir)
+        try:
+            if force and seed_dir.exists() and rank0:
+                with hold_seed(seed_dir):  # never delete a run that another process is training
+                    shutil.rmtree(seed_dir)
+        except RunBusyError as err:
+            if not share:
+                raise
+            say(f"seed {seed}: another process ({err.holder}) is training it in {seed_dir}; left to it")
+            busy.append(seed)
+            continue
         barrier()
         if recipe.task == "node_classification":
             # under torchrun each machine's local rank 0 loads, its other ranks attach in shared memory
@@ -101,23 +110,30 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
             data, train = graph_data, train_graph_model
         # the run folder appears only once a seed has its data, so a bad dataset leaves nothing behind;
         # one process at a time trains it (zoo.engine.run_lock)
-        with _removed_unless_started(base, seed_dir, rank0), hold_seed(seed_dir, rank0, agree=all_sum):
-            if finished.exists() and not force:  # another process finished it while this one loaded the data
-                say(f"seed {seed}: another process finished it in {seed_dir}, skipping it")
-                runs.append(json.loads(finished.read_text()))
-                continue
-            if rank0:
-                (base / "config.yaml").write_text(resolved)
-                (seed_dir / "config.yaml").write_text(resolved)
-                write_json(environment(), seed_dir / "environment.json")
-            try:
-                metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
-            except TrainingDiverged as err:  # every rank raises it (loss all-reduced, overflow agreed)
+        try:
+            with _removed_unless_started(base, seed_dir, rank0), hold_seed(seed_dir, rank0, agree=all_sum):
+                if finished.exists() and not force:  # another process finished it while this one loaded the data
+                    say(f"seed {seed}: another process finished it in {seed_dir}, skipping it")
+                    runs.append(json.loads(finished.read_text()))
+                    continue
                 if rank0:
-                    record_divergence(seed_dir, recipe.name, seed, err)
-                say(f"seed {seed}: {err} (recorded in {seed_dir / DIVERGED}; the next seed goes on)")
-                diverged[seed] = str(err)
-                continue
+                    (base / "config.yaml").write_text(resolved)
+                    (seed_dir / "config.yaml").write_text(resolved)
+                    write_json(environment(), seed_dir / "environment.json")
+                try:
+                    metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
+                except TrainingDiverged as err:  # every rank raises it (loss all-reduced, overflow agreed)
+                    if rank0:
+                        record_divergence(seed_dir, recipe.name, seed, err)
+                    say(f"seed {seed}: {err} (recorded in {seed_dir / DIVERGED}; the next seed goes on)")
+                    diverged[seed] = str(err)
+                    continue
+        except RunBusyError as err:  # raised by hold_seed on entry, before anything was written
+            if not share:
+                raise
+            say(f"seed {seed}: another process ({err.holder}) is training it in {seed_dir}; left to it")
+            busy.append(seed)
+            continue
         if not rank0:
             continue
         main = metrics["main_metric"]
@@ -125,17 +141,22 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
               f"val {main} {metrics['final']['val'][main]:.4f}, test {main} {metrics['final']['test'][main]:.4f}")
         runs.append(metrics)
     barrier()  # every seed's files are written before any rank reads them (e.g. tools/tune.py)
-    if not runs and diverged:
+    if not runs and diverged and not busy:
         first = min(diverged)
         raise still_diverged(diverged[first], base / f"seed{first}" / DIVERGED,
                              f"seed {_seeds(diverged)} of {recipe.name}: ")
     if not rank0:
         return {}
-    summary = _summary(recipe, runs, sorted(diverged))
+    left = f"; seed {_seeds(busy)} left to the process training it" if busy else ""
+    if not runs:  # every seed asked for is another process's, or diverged
+        say(f"\n{recipe.name}: no seed finished in this job{left}")
+        return {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [], "diverged": sorted(diverged),
+                "busy": busy}
+    summary = {**_summary(recipe, runs, sorted(diverged)), "busy": busy}
     recorded = sorted(int(path.parent.name.removeprefix("seed")) for path in base.glob(f"seed*/{DIVERGED}"))
     write_json(_summary(recipe, _finished_runs(base), recorded), base / "summary.json")
     print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}"
-          + (f"; seed {_seeds(diverged)} diverged and is not in it" if diverged else ""))
+          + (f"; seed {_seeds(diverged)} diverged and is not in it" if diverged else "") + left)
     print(format_summary(summary["metrics"]))
     return summary
 
@@ -211,7 +232,7 @@ def _card_of(recipe: Recipe) -> dict:
 
 def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[int] | None = None,
               force: bool = False, progress: bool = False, device: str = "cpu",
-              order: str = "recipe") -> dict[str, dict | str]:
+              order: str = "recipe", share: bool = False) -> dict[str, dict | str]:
     """Run several recipes one after another; a dataset error skips that recipe, not the sweep.
 
     ``order="recipe"`` trains every seed of a recipe before the next recipe; ``order="seed"`` trains
@@ -223,6 +244,8 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     missing dataset skips a recipe, and any other error but an unreadable checkpoint or a seed that
     another process is training (:class:`~zoo.engine.run_lock.RunBusyError`; both stop the sweep)
     fails only that recipe, printed with its traceback; the sweep goes on with the next one.
+    ``share``: a seed another process is training is left to it and the sweep goes on
+    (:func:`run_recipe`), so the same sweep started twice divides the seeds between the two jobs.
 
     >>> run_sweep([load_recipe("recipes/cora_gat.yaml"), load_recipe("recipes/cora_gatv2.yaml")],
     ...           seeds=[0, 1], order="seed")    # doctest: +SKIP
@@ -241,13 +264,14 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
             try:
                 if round_ is None:
                     results[recipe.name] = run_recipe(recipe, out, seeds=own, force=force, progress=progress,
-                                                      device=device)
+                                                      device=device, share=share)
                     continue
                 if force:  # retrain this round's seed alone; the call below only reads it back
-                    run_recipe(recipe, out, seeds=own[round_:round_ + 1], force=True, progress=progress, device=device)
+                    run_recipe(recipe, out, seeds=own[round_:round_ + 1], force=True, progress=progress, device=device,
+                               share=share)
                 # seeds finished earlier are read back, not retrained, so the summary covers them all
                 results[recipe.name] = run_recipe(recipe, out, seeds=own[:round_ + 1], progress=progress,
-                                                  device=device)
+                                                  device=device, share=share)
             except DatasetError as err:
                 say(f"skipped {recipe.name}: {err}")
                 results[recipe.name] = str(err)
@@ -262,7 +286,10 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     failed = [name for name, result in results.items() if isinstance(result, str)]
     diverged = [f"{name} seed {_seeds(result['diverged'])}" for name, result in results.items()
                 if isinstance(result, dict) and result.get("diverged")]
+    left = [f"{name} seed {_seeds(result['busy'])}" for name, result in results.items()
+            if isinstance(result, dict) and result.get("busy")]
     say(f"\nsweep done: {len(results) - len(failed)} recipe(s) ran"
         + (f"; diverged (diverged.json, not in the summaries): {'; '.join(diverged)}" if diverged else "")
+        + (f"; left to the jobs training them: {'; '.join(left)}" if left else "")
         + (f"; skipped or failed: {', '.join(failed)}" if failed else ""))
     return results

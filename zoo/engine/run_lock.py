@@ -15,7 +15,12 @@ from pathlib import Path
 
 
 class RunBusyError(RuntimeError):
-    """Another process is training this seed folder; the message names the folder and the fix."""
+    """Another process is training this seed folder; the message names the folder and the fix,
+    ``holder`` the other process (``"pid N"``, or how it is known)."""
+
+    def __init__(self, message: str, holder: str):
+        super().__init__(message)
+        self.holder = holder
 
 
 @contextlib.contextmanager
@@ -46,7 +51,7 @@ def hold_seed(seed_dir: str | Path, hold: bool = True, agree=None):
             raise RunBusyError(
                 f"{seed_dir} is being trained by another process ({who}: a second train or sweep over the "
                 f"same --out); wait for it to end, or stop it ({f'kill -TERM {pid}' if pid else 'kill -TERM <pid>'}) "
-                "and rerun this command to resume from its last checkpoint")
+                "and rerun this command to resume from its last checkpoint", who)
         yield
     finally:
         if fd is not None:
