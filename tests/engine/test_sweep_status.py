@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from tests.engine.folder_holder import hold_folder
 from tests.tools.tool_loader import ROOT, load_tool
 from zoo.engine import load_recipe, run_folder
 from zoo.engine.checkpoint import save_checkpoint
@@ -89,6 +90,26 @@ def test_with_no_finished_seed_the_seeds_under_way_set_the_pace(tmp_path, recipe
     assert rows[1].left == pytest.approx(10.0 * epochs - 30.0)
     assert (rows[2].state, rows[2].left) == ("to run", pytest.approx(10.0 * epochs))
 
+
+
+def test_a_seed_under_way_names_the_process_training_it_now(tmp_path, recipes):
+    """Seed 1's folder is held (flock) by another process, as a training job holds it; seed 2's
+    last.pt has no process behind it (a stopped job). Only seed 1 gets a pid, read without locking."""
+    recipe, _ = recipes
+    base = run_folder(recipe, tmp_path)
+    for seed in (1, 2):
+        (base / f"seed{seed}").mkdir(parents=True)
+        save_checkpoint({"state": {"epoch": 2, "train_seconds": 20.0}}, base / f"seed{seed}" / "last.pt")
+    process = hold_folder(base / "seed1")
+    try:
+        rows = {row.seed: row for row in sweep_status([recipe], tmp_path, seeds=[1, 2])}
+        text = format_status(list(rows.values()))
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    assert (rows[1].pid, rows[2].pid) == (str(process.pid), None)
+    assert f"1 (epoch 2/{recipe.optim.epochs}, pid {process.pid}), 2 (epoch 2/{recipe.optim.epochs})" in text
+    assert "2 under way (1 training now)" in text
 
 def test_table_lists_seed_ranges_and_totals():
     rows = [SeedStatus("a", s, "finished", 10, seconds=360.0, left=0.0) for s in (0, 1, 2, 5)]

@@ -58,6 +58,18 @@ def hold_seed(seed_dir: str | Path, hold: bool = True, agree=None):
             os.close(fd)
 
 
+def holder_of(seed_dir: str | Path) -> str | None:
+    """The pid of the process training ``seed_dir`` now (holding its lock), read from
+    ``/proc/locks`` without taking the lock; None if none does, or where it cannot tell.
+
+    >>> holder_of("runs/zinc_cpu/zinc_cpu_g1/0123456789/seed0")  # doctest: +SKIP
+    '5275'
+    """
+    with contextlib.suppress(OSError):
+        return _holder(os.stat(seed_dir).st_ino)
+    return None
+
+
 def _holder(inode: int) -> str | None:
     """The pid that holds a flock on ``inode``, from ``/proc/locks`` (None where it cannot tell)."""
     with contextlib.suppress(OSError):

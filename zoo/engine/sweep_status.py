@@ -1,7 +1,8 @@
 """Where a sweep stands, without training anything: each seed of each recipe is finished, copyable
 from a finished twin (another recipe with the same config hash), diverged (``diverged.json``: a
-sweep does not retrain it), under way (with the epoch its ``last.pt`` reached) or still to run,
-with the training time left (``tools/sweep.py --status``).
+sweep does not retrain it), under way (with the epoch its ``last.pt`` reached, and the pid of the
+process training it now, if one is) or still to run, with the training time left
+(``tools/sweep.py --status``).
 
 Times are ``train_seconds`` (the training steps' wall clock, evaluation not included), so they
 carry the load of the machine they ran on. A seed under way is extrapolated from its own pace
@@ -22,6 +23,7 @@ from zoo.engine.divergence import DIVERGED
 from zoo.engine.epoch_loop import LAST
 from zoo.engine.experiment import finished_twin, run_folder
 from zoo.engine.recipe import Recipe
+from zoo.engine.run_lock import holder_of
 
 STATES = ("finished", "twin", "diverged", "under way", "to run")
 
@@ -29,8 +31,8 @@ STATES = ("finished", "twin", "diverged", "under way", "to run")
 @dataclasses.dataclass
 class SeedStatus:
     """One seed of one recipe: its state (one of :data:`STATES`), the epochs it has run
-    (``under way`` only) of the recipe's ``epochs``, and training seconds spent and left (None when
-    not known)."""
+    (``under way`` only) of the recipe's ``epochs``, training seconds spent and left (None when
+    not known), and the pid of the process training it now (``under way`` only; None if none)."""
     recipe: str
     seed: int
     state: str
@@ -38,6 +40,7 @@ class SeedStatus:
     epoch: int | None = None
     seconds: float | None = None
     left: float | None = None
+    pid: str | None = None
 
 
 def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[int] | None = None) -> list[SeedStatus]:
@@ -67,10 +70,12 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
                 pace = loop["train_seconds"] / done if done else None
                 own.append(SeedStatus(recipe.name, seed, "under way", epochs, epoch=done,
                                       seconds=loop["train_seconds"] + inside,
-                                      left=None if pace is None else max(pace * (epochs - done) - inside, 0.0)))
+                                      left=None if pace is None else max(pace * (epochs - done) - inside, 0.0),
+                                      pid=holder_of(seed_dir)))
+            elif seed_dir.exists():
+                own.append(SeedStatus(recipe.name, seed, "under way", epochs, epoch=0, pid=holder_of(seed_dir)))
             else:
-                own.append(SeedStatus(recipe.name, seed, "under way" if seed_dir.exists() else "to run", epochs,
-                                      epoch=0 if seed_dir.exists() else None))
+                own.append(SeedStatus(recipe.name, seed, "to run", epochs))
         paces = [row.seconds for row in own if row.state == "finished" and row.seconds is not None]
         if not paces:  # the projected whole runs of the seeds under way (whole epochs trained)
             paces = [row.seconds + row.left for row in own if row.state == "under way" and row.left is not None]
@@ -85,12 +90,12 @@ def format_status(rows: list[SeedStatus]) -> str:
     """A table with one line per recipe (its seeds in each state, hours left), then the totals.
 
     >>> print(format_status([SeedStatus("a", 0, "finished", 30, seconds=3600.0, left=0.0),
-    ...                      SeedStatus("a", 1, "under way", 30, epoch=10, seconds=1200.0, left=2400.0),
+    ...                      SeedStatus("a", 1, "under way", 30, epoch=10, seconds=1200.0, left=2400.0, pid="42"),
     ...                      SeedStatus("a", 2, "to run", 30, left=3600.0)]))
-    recipe  finished  twin  diverged  under way        to run  hours left
-    a       0         -     -         1 (epoch 10/30)  2       1.7
+    recipe  finished  twin  diverged  under way                to run  hours left
+    a       0         -     -         1 (epoch 10/30, pid 42)  2       1.7
     <BLANKLINE>
-    3 runs: 1 finished, 0 twin, 0 diverged, 1 under way, 1 to run.
+    3 runs: 1 finished, 0 twin, 0 diverged, 1 under way (1 training now), 1 to run.
     Training time left: 1.7 h.
     (train_seconds, at the pace of each recipe's finished seeds, or of its seeds under way when none has finished; evaluation not included)
     """
@@ -103,14 +108,17 @@ def format_status(rows: list[SeedStatus]) -> str:
         for state in STATES:
             picked = [row for row in own if row.state == state]
             if state == "under way":
-                cells.append(", ".join(f"{row.seed} (epoch {row.epoch or 0}/{row.epochs})" for row in picked) or "-")
+                cells.append(", ".join(f"{row.seed} (epoch {row.epoch or 0}/{row.epochs}"
+                                       + (f", pid {row.pid})" if row.pid else ")") for row in picked) or "-")
             else:
                 cells.append(_seed_ranges([row.seed for row in picked]))
         cells.append(_hours([row.left for row in own]))
         table.append(cells)
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
-    counts = ", ".join(f"{sum(row.state == state for row in rows)} {state}" for state in STATES)
+    training = sum(row.pid is not None for row in rows)
+    counts = ", ".join(f"{sum(row.state == state for row in rows)} {state}"
+                       + (f" ({training} training now)" if state == "under way" and training else "") for state in STATES)
     unknown = sum(row.left is None for row in rows)
     left = f"Training time left: {_hours([row.left for row in rows if row.left is not None])} h"
     if unknown == len(rows):
