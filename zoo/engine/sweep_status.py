@@ -117,8 +117,9 @@ def format_status(rows: list[SeedStatus]) -> str:
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
     training = sum(row.pid is not None for row in rows)
-    counts = ", ".join(f"{sum(row.state == state for row in rows)} {state}"
-                       + (f" ({training} training now)" if state == "under way" and training else "") for state in STATES)
+    now = f" ({training} training now)" if training else ""
+    counts = ", ".join(f"{sum(row.state == state for row in rows)} {state}" + (now if state == "under way" else "")
+                       for state in STATES)
     unknown = sum(row.left is None for row in rows)
     left = f"Training time left: {_hours([row.left for row in rows if row.left is not None])} h"
     if unknown == len(rows):
