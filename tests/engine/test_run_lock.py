@@ -92,8 +92,8 @@ def test_sweep_stops_with_one_error_line_and_exit_2(tmp_path, holder, capsys):
 
 
 def test_a_shared_sweep_leaves_a_held_seed_to_its_holder_and_trains_the_others(tmp_path, holder, capsys):
-    """--share: seed 0's folder is held by another process, so the sweep says so, leaves it as it is
-    (with --force too), trains seed 1, exits 0 and names seed 0 in its last line."""
+    """--share: seed 0's folder is held by another process, so the sweep says so, leaves it as it is,
+    trains seed 1, exits 0 and names seed 0 in its last line. --share with --force is refused."""
     recipe_file = tmp_path / "cora_gcn_lock.yaml"
     recipe_file.write_text(json.dumps({key: value for key, value in GCN.items() if key != "name"}))
     out = tmp_path / "runs"
@@ -101,16 +101,18 @@ def test_a_shared_sweep_leaves_a_held_seed_to_its_holder_and_trains_the_others(t
     (base / "seed0").mkdir(parents=True)
     (base / "seed0" / "last.pt").write_bytes(b"the other job's checkpoint")
     process = holder(base / "seed0")
-    for extra in ([], ["--force"]):
-        code = load_tool("sweep").main([str(recipe_file), "--seeds", "0-1", "--order", "seed", "--share",
-                                        "--out", str(out), *extra])
-        said = capsys.readouterr().out
-        assert code == 0, said
-        assert f"seed 0: another process (pid {process.pid}) is training it in {base / 'seed0'}; left to it" in said
-        assert said.rstrip().endswith("left to the jobs training them: cora_gcn_lock seed 0")
-        assert {p.name for p in (base / "seed0").iterdir()} == {"last.pt"}
-        assert (base / "seed0" / "last.pt").read_bytes() == b"the other job's checkpoint"
-        assert json.loads((base / "summary.json").read_text())["seeds"] == [1]
+    args = [str(recipe_file), "--seeds", "0-1", "--order", "seed", "--share", "--out", str(out)]
+    code = load_tool("sweep").main(args)
+    said = capsys.readouterr().out
+    assert code == 0, said
+    assert f"seed 0: another process (pid {process.pid}) is training it in {base / 'seed0'}; left to it" in said
+    assert said.rstrip().endswith("left to the jobs training them: cora_gcn_lock seed 0")
+    assert {p.name for p in (base / "seed0").iterdir()} == {"last.pt"}
+    assert (base / "seed0" / "last.pt").read_bytes() == b"the other job's checkpoint"
+    assert json.loads((base / "summary.json").read_text())["seeds"] == [1]
+    # two jobs retraining with --force would each retrain what the other already had
+    assert load_tool("sweep").main(args + ["--force"]) == 2
+    assert capsys.readouterr().err.startswith("error: --share with --force would let each job retrain")
 
 
 def test_the_same_sweep_started_twice_with_share_trains_each_seed_once(tmp_path):

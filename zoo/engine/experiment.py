@@ -38,7 +38,8 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     finished under ``out`` is copied from it, not retrained, unless ``force``. A seed folder that
     another process is training raises :class:`~zoo.engine.run_lock.RunBusyError`; with ``share``
     it is left to that process (said, and listed under ``busy`` in the returned summary, which
-    then covers the other seeds), so several jobs over the same recipes and ``out`` divide the seeds.
+    then covers the other seeds), so several jobs over the same recipes and ``out`` divide the seeds
+    (not with ``force``: a ValueError).
 
     A seed whose training diverges (:class:`~zoo.engine.divergence.TrainingDiverged`) is recorded
     in ``diverged.json`` and the next seed goes on; a rerun reports a recorded seed without
@@ -56,6 +57,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     >>> from zoo.engine.recipe import load_recipe                     # doctest: +SKIP
     >>> run_recipe(load_recipe("recipes/cora_gat.yaml"), seeds=[0, 1])  # doctest: +SKIP
     """
+    _check_share(share, force)
     if requested_world_size() > 1 and recipe.task == "node_classification" and recipe.train.sampler is None:
         raise RecipeError(f"{recipe.name} is full-batch node classification: one graph in one step does not "
                           "scale out with torchrun; add train.sampler (mini-batches, e.g. --set "
@@ -87,16 +89,9 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                 f"copied its run from {twin} (use --force to retrain)")
             runs.append(json.loads((twin / "metrics.json").read_text()))
             continue
-        try:
-            if force and seed_dir.exists() and rank0:
-                with hold_seed(seed_dir):  # never delete a run that another process is training
-                    shutil.rmtree(seed_dir)
-        except RunBusyError as err:
-            if not share:
-                raise
-            say(f"seed {seed}: another process ({err.holder}) is training it in {seed_dir}; left to it")
-            busy.append(seed)
-            continue
+        if force and seed_dir.exists() and rank0:
+            with hold_seed(seed_dir):  # never delete a run that another process is training
+                shutil.rmtree(seed_dir)
         barrier()
         if recipe.task == "node_classification":
             # under torchrun each machine's local rank 0 loads, its other ranks attach in shared memory
@@ -159,6 +154,13 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
           + (f"; seed {_seeds(diverged)} diverged and is not in it" if diverged else "") + left)
     print(format_summary(summary["metrics"]))
     return summary
+
+
+def _check_share(share: bool, force: bool) -> None:
+    """Refuse ``share`` with ``force``: each job would retrain seeds another job already retrained."""
+    if share and force:
+        raise ValueError("share and force together would let each job retrain seeds another job already retrained; "
+                         "retrain with one job, then share")
 
 
 def _summary(recipe: Recipe, runs: list[dict], diverged: list[int]) -> dict:
@@ -245,13 +247,15 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     another process is training (:class:`~zoo.engine.run_lock.RunBusyError`; both stop the sweep)
     fails only that recipe, printed with its traceback; the sweep goes on with the next one.
     ``share``: a seed another process is training is left to it and the sweep goes on
-    (:func:`run_recipe`), so the same sweep started twice divides the seeds between the two jobs.
+    (:func:`run_recipe`), so the same sweep started twice divides the seeds between the two jobs
+    (not with ``force``: a ValueError).
 
     >>> run_sweep([load_recipe("recipes/cora_gat.yaml"), load_recipe("recipes/cora_gatv2.yaml")],
     ...           seeds=[0, 1], order="seed")    # doctest: +SKIP
     """
     if order not in SWEEP_ORDERS:
         raise ValueError(f"order must be one of {', '.join(SWEEP_ORDERS)}, got {order!r}")
+    _check_share(share, force)
     plan = {recipe.name: list(seeds if seeds is not None else recipe.seeds) for recipe in recipes}
     rounds = [None] if order == "recipe" else range(max(len(s) for s in plan.values()))
     results: dict[str, dict | str] = {}
