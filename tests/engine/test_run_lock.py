@@ -62,6 +62,29 @@ def test_run_recipe_refuses_a_seed_another_process_trains_and_touches_nothing(tm
     assert (seed_dir / "last.pt").read_bytes() == b"the other job's checkpoint"
 
 
+
+@pytest.mark.parametrize("share", [False, True])
+def test_a_new_seed_folder_another_job_locks_first_is_left_to_it(tmp_path, monkeypatch, holder, share):
+    """Two jobs reach a new seed together: this one makes the folder, the other takes its lock first.
+    This one stops (or, sharing, goes on) and must not remove the folder the other is training in."""
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", lambda *args, **kwargs: pytest.fail("trained"))
+    real_hold = experiment.hold_seed
+
+    def the_other_job_locks_it_first(seed_dir, *args, **kwargs):
+        holder(seed_dir)
+        return real_hold(seed_dir, *args, **kwargs)
+
+    monkeypatch.setattr(experiment, "hold_seed", the_other_job_locks_it_first)
+    recipe = build_recipe(GCN)
+    seed_dir = experiment.run_folder(recipe, tmp_path / "runs") / "seed0"
+    if share:
+        assert experiment.run_recipe(recipe, tmp_path / "runs", seeds=[0], progress=False, share=True)["busy"] == [0]
+    else:
+        with pytest.raises(RunBusyError):
+            experiment.run_recipe(recipe, tmp_path / "runs", seeds=[0], progress=False)
+    assert seed_dir.is_dir()
+
 def test_a_seed_finished_by_another_process_while_loading_is_not_retrained(tmp_path, monkeypatch):
     recipe = build_recipe(GCN)
     seed_dir = experiment.run_folder(recipe, tmp_path / "runs") / "seed0"

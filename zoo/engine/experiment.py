@@ -203,12 +203,15 @@ def _removed_unless_started(base: Path, seed_dir: Path, rank0: bool):
     """Create ``seed_dir``; if the body fails before a checkpoint exists, remove what it made.
 
     Only this seed's folder is deleted; the folders above it go only if they were made here and
-    are then empty (another job may be writing beside it).
+    are then empty (another job may be writing beside it). A folder another process took the lock
+    of first (:class:`RunBusyError`, two jobs reaching a new seed together) is that process's: kept.
     """
     made = [p for p in (seed_dir, *seed_dir.parents) if not p.exists()]
     seed_dir.mkdir(parents=True, exist_ok=True)
     try:
         yield
+    except RunBusyError:
+        raise
     except BaseException:
         if rank0 and made and made[0] == seed_dir and not any(seed_dir.glob("*.pt")):
             shutil.rmtree(seed_dir, ignore_errors=True)
