@@ -1,5 +1,6 @@
 """run_recipe: where runs go, what a failed start leaves behind, and per-seed random splits."""
 import json
+import shutil
 
 import pytest
 import yaml
@@ -152,6 +153,29 @@ def test_a_seed_finished_by_a_recipe_with_the_same_config_is_copied_not_retraine
     experiment.run_recipe(twin, out, seeds=[0], force=True)
     assert trained[-1] == ("cora_depth2_gcn", 0)
 
+
+
+def test_a_twin_copied_by_another_job_first_is_kept(tmp_path, monkeypatch):
+    """Two jobs sharing a sweep copy the same twin seed: the other job's copy lands while this one
+    copies, so this one's rename fails; it drops its own copy and reads the seed back."""
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", _counting_trainer([]))
+    out = tmp_path / "runs"
+    main = build_recipe({**GCN, "name": "cora_gcn", "seeds": [0]})
+    twin = build_recipe({**GCN, "name": "cora_depth2_gcn", "description": "same model, other name", "seeds": [0]})
+    experiment.run_recipe(main, out)
+    seed_dir = experiment.run_folder(twin, out) / "seed0"
+    real_copytree = shutil.copytree
+
+    def the_other_job_lands_first(source, target):
+        real_copytree(source, seed_dir)
+        (seed_dir / "best.pt").write_bytes(b"the other job's copy")
+        return real_copytree(source, target)
+
+    monkeypatch.setattr(experiment.shutil, "copytree", the_other_job_lands_first)
+    assert experiment.run_recipe(twin, out)["seeds"] == [0]
+    assert (seed_dir / "best.pt").read_bytes() == b"the other job's copy"
+    assert not list(out.rglob(".seed*"))
 
 def test_a_recipe_that_fails_does_not_stop_the_sweep(monkeypatch, capsys):
     def run(recipe, out, *, seeds, force=False, progress=True, device="cpu", share=False):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import traceback
 from pathlib import Path
@@ -189,13 +190,20 @@ def finished_twin(base: Path, seed_name: str) -> Path | None:
 
 
 def _copy_twin(twin: Path, base: Path, seed_dir: Path, resolved: str) -> None:
-    """Copy a twin recipe's finished seed into ``seed_dir``, with this recipe's resolved config."""
-    partial = seed_dir.with_name(f".{seed_dir.name}.copying")
+    """Copy a twin recipe's finished seed into ``seed_dir``, with this recipe's resolved config,
+    through a folder of this process's own, renamed into place; if another job's copy got there
+    first (jobs sharing a sweep), that one stays."""
+    partial = seed_dir.with_name(f".{seed_dir.name}.copying.{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(twin, partial)
     (partial / "config.yaml").write_text(resolved)
     (base / "config.yaml").write_text(resolved)
-    partial.rename(seed_dir)
+    try:
+        partial.rename(seed_dir)
+    except OSError:
+        shutil.rmtree(partial)
+        if not (seed_dir / "metrics.json").exists():
+            raise
 
 
 @contextlib.contextmanager
