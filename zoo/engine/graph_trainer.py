@@ -6,6 +6,7 @@ schedule), frozen for the first ``optim.q_warmup`` epochs, the Shannon prior ``o
 from __future__ import annotations
 
 import math
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -111,8 +112,11 @@ def build_graph_model(recipe: Recipe, num_outputs: int, **inputs):
 
 FLAT_OPTIMIZERS = (FlatAdam, FlatAdamW)
 STEP_BAR_EVERY = 5.0
-"""Seconds between redraws of the per-epoch batch bar (a molhiv or Peptides-func epoch of the
-paper's models takes 10-25 minutes on a CPU; a log file gets a line every 5 s at most)."""
+"""Seconds between redraws of the per-epoch batch bar on a terminal (a molhiv or Peptides-func
+epoch of the paper's models takes 10-25 minutes on a CPU)."""
+LOG_BAR_EVERY = 60.0
+"""The same where standard error is a file, as in a background job's log: a heartbeat a minute,
+beside the epoch loop's line an epoch."""
 
 
 def build_optimizer(model: torch.nn.Module, optim: OptimConfig, flat: bool = True) -> torch.optim.Optimizer:
@@ -199,8 +203,9 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         trained.train()
         train_loader.generator.manual_seed(seed * 1_000_003 + epoch)  # same order after a resume
         total, count = checkpoints.carry.get("total", 0.0), checkpoints.carry.get("count", 0)
+        redraw = STEP_BAR_EVERY if sys.stderr.isatty() else LOG_BAR_EVERY
         batches = tqdm(checkpoints.remaining(train_loader), desc=f"epoch {epoch} batches", leave=False,
-                       unit="batch", mininterval=STEP_BAR_EVERY, initial=checkpoints.start, total=len(train_loader),
+                       unit="batch", mininterval=redraw, initial=checkpoints.start, total=len(train_loader),
                        disable=not (progress and is_main()), dynamic_ncols=True)
         for step, (graphs, target) in enumerate(batches, start=checkpoints.start + 1):
             if world()[1] > 1:  # this rank's dropout, the same after a resume (last.pt has rank 0's generator)
