@@ -209,3 +209,18 @@ def test_sparsity_table_means_zeros_and_index_over_seeds(tmp_path):
     assert "zinc_old" not in table.index.get_level_values("model")
     text = render_mechanism(collect_runs(root))
     assert "| zinc_sparsegate_q | zinc_smiles | 1 | 2 | 40.0 | 30.0-50.0 | q 1.500 (1.300-1.700) |" in text
+    assert "| zinc_cpu_g1 | zinc_smiles | 1 | 2 | 0.0 | 0.0-0.0 | - |" in text  # softmax beside it, as the baseline
+
+
+def test_softmax_only_runs_get_one_line_for_their_zeros(tmp_path):
+    """Only softmax models (GPS, SigGate-GT): exact zeros come from underflow alone, so one line names
+    the largest share of a layer instead of a table of layers at 0.0."""
+    root = tmp_path / "runs"
+    for seed, share in enumerate((0.002, 0.004)):
+        layers = [{**_layer(k, 0.9, 0.8, 3.0, 2.0, [1.0, 2.0]), "attention_zeros": share * k,
+                   "attention_zeros_per_head": [0.0, 2 * share * k]} for k in range(3)]
+        _write(root, "zinc_cpu_no_gate", {"name": "gps", "dim": 8}, seed, layers, 0.5)
+    section = render_mechanism(collect_runs(root)).split("### Exact zeros")[1].split("###")[0]
+    # by hand: layer 3 holds 2 x 0.2% and 2 x 0.4%, mean 0.6% over the seeds
+    assert "at most 0.6% of a layer's (zinc_cpu_no_gate on zinc_smiles, layer 3)" in section
+    assert "| zinc_cpu_no_gate |" not in section

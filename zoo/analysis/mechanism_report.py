@@ -88,8 +88,9 @@ def _config(seed_dir: Path) -> dict:
 
 def mechanism_runs(runs: pd.DataFrame) -> list[dict]:
     """One record per seed run of ``runs`` (:func:`zoo.analysis.runs.collect_runs` output) with
-    test-set GPS diagnostics: model, dataset, seed, ``layers`` (the diagnostics rows), ``depth``,
-    ``variant``, ``family`` (the resolved recipe without its depth, hashed) and the test score."""
+    test-set GPS diagnostics: model (the run's row name), model_name (the architecture), dataset,
+    seed, ``layers`` (the diagnostics rows), ``depth``, ``variant``, ``family`` (the resolved recipe
+    without its depth, hashed) and the test score."""
     records = []
     for run in runs.itertuples():
         seed_dir = Path(run.path)
@@ -100,8 +101,9 @@ def mechanism_runs(runs: pd.DataFrame) -> list[dict]:
         model = dict(config.get("model", {}))
         model.pop("layers", None)  # the depth is the number of diagnostics rows
         identity = {k: v for k, v in config.items() if k not in ("name", "description", "seeds")} | {"model": model}
-        records.append({"model": run.model, "dataset": run.dataset, "seed": run.seed, "layers": rows,
-                        "depth": len(rows), "variant": variant(model), "main_metric": run.main_metric,
+        records.append({"model": run.model, "model_name": model.get("name"), "dataset": run.dataset,
+                        "seed": run.seed, "layers": rows, "depth": len(rows), "variant": variant(model),
+                        "main_metric": run.main_metric,
                         "score": getattr(run, f"test_{run.main_metric}", np.nan),
                         "family": hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:6]})
     return records
@@ -347,9 +349,14 @@ def _render_ranks(table: pd.DataFrame) -> list[str]:
          f"{int(row.up)}/{int(row.n)}"] for (model, dataset), row in table.iterrows()])
 
 
-def _render_sparsity(table: pd.DataFrame) -> list[str]:
+def _render_sparsity(table: pd.DataFrame, softmax_only: bool) -> list[str]:
     if table.empty:
         return ["No run recorded exact zeros (runs before they were counted must be retrained)."]
+    if softmax_only:  # zeros only by underflow: one line, not a table of layers at 0.0
+        (model, dataset, layer), row = max(table.iterrows(), key=lambda item: item[1].zeros)
+        return [f"Every model here normalises its global attention with softmax, whose weights are exactly zero "
+                f"only by underflow: at most {100 * row.zeros:.1f}% of a layer's ({model} on {dataset}, layer "
+                f"{layer}). The table per layer is printed when a run's attention is sparse (sparsegate_gt)."]
     rows = []
     for (model, dataset, layer), row in table.iterrows():
         index = "-" if row["index"] == "-" else \
@@ -387,7 +394,9 @@ def render_mechanism(runs: pd.DataFrame) -> str:
          "(Wilcoxon where Shapiro rejects normality) and that p Holm-corrected over the row's depths. "
          "[bracketed], on ZINC and ZINC-SMILES: the SigGate-GT paper's Table 12 (canonical ZINC, 2000 epochs; "
          "its MAD ratios for the kept share)."),
-        ("Exact zeros and the learned index of the global attention per layer", _render_sparsity(sparsity_table(records)),
+        ("Exact zeros and the learned index of the global attention per layer",
+         _render_sparsity(sparsity_table(records), softmax_only=not any(r["model_name"] == "sparsegate_gt"
+                                                                         for r in records)),
          "Share of exact-zero attention weights over every real (query, key) pair of the test graphs (padding "
          "excluded), mean over seeds, and the range over heads; index: the layer's q (q-softmax) or alpha (entmax) "
          "per head, mean over seeds and heads (smallest-largest head); '-' for softmax and sparsemax."),
