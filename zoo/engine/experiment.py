@@ -171,9 +171,9 @@ def _summary(recipe: Recipe, runs: list[dict], diverged: list[int]) -> dict:
             "diverged": diverged, "main_metric": runs[0]["main_metric"], "metrics": summarize_seeds(runs)}
 
 
-def _seeds(diverged: dict) -> str:
-    """The seeds of ``diverged`` as ``"1, 3"``."""
-    return ", ".join(str(seed) for seed in sorted(diverged))
+def _seeds(seeds) -> str:
+    """Seeds (a list, or a dict keyed by seed) as ``"1, 3"``."""
+    return ", ".join(str(seed) for seed in sorted(seeds))
 
 
 def _finished_runs(base: Path) -> list[dict]:
