@@ -2,6 +2,8 @@
 non-finite losses and predictions."""
 import json
 import math
+import re
+import sys
 
 import dgl
 import pytest
@@ -9,6 +11,7 @@ import torch
 
 from tests.engine.kill_at_call import kill_then_resume
 from zoo.data import load_csv_dataset, make_dataloaders
+from zoo.engine import epoch_loop
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.graph_trainer import (_cosine_with_warmup, _gate_diagnostics, build_graph_model, masked_loss, predict,
@@ -136,13 +139,24 @@ def test_shannon_prior_pulls_q_back_and_a_too_long_warm_up_is_refused(esol, tmp_
         train_graph_model(_sparsegate_recipe(q_warmup=3), esol, 0, tmp_path / "never", progress=False)
 
 
-def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys):
-    """A long epoch shows how far it is: 64 training molecules in batches of 16 are 4 batches."""
-    train_graph_model(_recipe(epochs=2), esol, 0, tmp_path, progress=True)
+def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys, monkeypatch):
+    """A long epoch shows how far it is: 64 training molecules in batches of 16 are 4 batches. On a
+    terminal, a bar; in a log (LINE_EVERY 0 here), a line after each batch but the last, then the
+    epoch's line; with progress off, nothing."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "terminal", progress=True)
     err = capsys.readouterr().err
-    assert "epoch 0 batches:   0%|          | 0/4" in err and "epoch 1 batches" in err
+    assert "esol_tiny seed 0, epoch 0:   0%|          | 0/4" in err and "esol_tiny seed 0, epoch 1:" in err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    monkeypatch.setattr(epoch_loop, "LINE_EVERY", 0.0)
+    train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "log", progress=True)
+    lines = [re.sub(r"[0-9.]+ s", "T s", re.sub(r"(train_loss|val_mae) [0-9.e-]+", r"\1 X", line))
+             for line in capsys.readouterr().err.splitlines()]
+    assert lines == [line for epoch in (0, 1) for line in
+                     [f"esol_tiny seed 0, epoch {epoch}: batch {k}/4, T s" for k in (1, 2, 3)]
+                     + [f"esol_tiny seed 0, epoch {epoch + 1}/2: train_loss X, val_mae X (T s of training)"]]
     assert train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "quiet", progress=False) and \
-        "batches" not in capsys.readouterr().err
+        capsys.readouterr().err == ""
 
 
 class _Poisoned(HasPositionalEncodings, torch.nn.Module):

@@ -6,7 +6,6 @@ schedule), frozen for the first ``optim.q_warmup`` epochs, the Shannon prior ``o
 from __future__ import annotations
 
 import math
-import sys
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -15,7 +14,6 @@ import dgl
 import torch
 from torch.nn import functional as F
 from torch.utils.tensorboard import SummaryWriter
-from tqdm.auto import tqdm
 
 from zoo.analysis.gate_diagnostics import gate_diagnostics
 from zoo.data import make_dataloaders
@@ -24,7 +22,7 @@ from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import (all_sum, is_main, main_first, shard_train_loader, sharded_predict, stop_together,
                                     world)
 from zoo.engine.divergence import check_loss, nonfinite_rows
-from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, batch_progress, finish, run_epochs
 from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
@@ -111,12 +109,6 @@ def build_graph_model(recipe: Recipe, num_outputs: int, **inputs):
 
 
 FLAT_OPTIMIZERS = (FlatAdam, FlatAdamW)
-STEP_BAR_EVERY = 5.0
-"""Seconds between redraws of the per-epoch batch bar on a terminal (a molhiv or Peptides-func
-epoch of the paper's models takes 10-25 minutes on a CPU)."""
-LOG_BAR_EVERY = 60.0
-"""The same where standard error is a file, as in a background job's log: a heartbeat a minute,
-beside the epoch loop's line an epoch."""
 
 
 def build_optimizer(model: torch.nn.Module, optim: OptimConfig, flat: bool = True) -> torch.optim.Optimizer:
@@ -203,10 +195,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         trained.train()
         train_loader.generator.manual_seed(seed * 1_000_003 + epoch)  # same order after a resume
         total, count = checkpoints.carry.get("total", 0.0), checkpoints.carry.get("count", 0)
-        redraw = STEP_BAR_EVERY if sys.stderr.isatty() else LOG_BAR_EVERY
-        batches = tqdm(checkpoints.remaining(train_loader), desc=f"epoch {epoch} batches", leave=False,
-                       unit="batch", mininterval=redraw, initial=checkpoints.start, total=len(train_loader),
-                       disable=not (progress and is_main()), dynamic_ncols=True)
+        batches = batch_progress(checkpoints.remaining(train_loader), f"{recipe.name} seed {seed}, epoch {epoch}",
+                                 len(train_loader), checkpoints.start, progress and is_main())
         for step, (graphs, target) in enumerate(batches, start=checkpoints.start + 1):
             if world()[1] > 1:  # this rank's dropout, the same after a resume (last.pt has rank 0's generator)
                 torch.manual_seed(step_seed(seed, epoch, world()[0], step))
