@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from zoo._atomic import atomic_write
 from zoo.analysis import format_summary, summarize_seeds
 from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
 from zoo.engine.checkpoint import CheckpointError, write_json
@@ -113,8 +114,8 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                     runs.append(json.loads(finished.read_text()))
                     continue
                 if rank0:
-                    (base / "config.yaml").write_text(resolved)
-                    (seed_dir / "config.yaml").write_text(resolved)
+                    _write_config(base, resolved)  # every job of a shared sweep writes it: whole or not at all
+                    _write_config(seed_dir, resolved)
                     write_json(environment(), seed_dir / "environment.json")
                 try:
                     metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
@@ -189,6 +190,11 @@ def finished_twin(base: Path, seed_name: str) -> Path | None:
     return None
 
 
+def _write_config(folder: Path, resolved: str) -> None:
+    """``folder/config.yaml``, written atomically: a reader never sees a half-written file."""
+    atomic_write(folder / "config.yaml", lambda handle: handle.write(resolved.encode()))
+
+
 def _copy_twin(twin: Path, base: Path, seed_dir: Path, resolved: str) -> None:
     """Copy a twin recipe's finished seed into ``seed_dir``, with this recipe's resolved config,
     through a folder of this process's own, renamed into place; if another job's copy got there
@@ -197,7 +203,7 @@ def _copy_twin(twin: Path, base: Path, seed_dir: Path, resolved: str) -> None:
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(twin, partial)
     (partial / "config.yaml").write_text(resolved)
-    (base / "config.yaml").write_text(resolved)
+    _write_config(base, resolved)
     try:
         partial.rename(seed_dir)
     except OSError:
