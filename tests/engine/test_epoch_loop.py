@@ -8,7 +8,7 @@ import torch
 import zoo.engine.epoch_loop as epoch_loop
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.divergence import TrainingDiverged
-from zoo.engine.epoch_loop import LAST, LINE_EVERY, BatchCheckpoints, batch_progress, finish, run_epochs
+from zoo.engine.epoch_loop import LAST, BatchCheckpoints, finish, run_epochs
 
 
 def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None, checkpoint_every=0, tick=None,
@@ -87,23 +87,11 @@ def test_a_log_gets_one_line_an_epoch_instead_of_a_bar(tmp_path, capsys):
     err = capsys.readouterr().err
     lines = [re.sub(r"train_loss [^,]+, (.*) \(\d+ s of", r"train_loss L, \1 (T s of", line)
              for line in err.splitlines()]
-    assert "\r" not in err and lines == [f"the run, epoch {k}/3: train_loss L, val_mae {mae} (T s of training)"
-                                         for k, mae in ((1, 5), (2, 4), (3, 3.5))]
+    assert "\r" not in err
+    assert lines == [f"the run, epoch {k} ({k + 1}/3): train_loss L, val_mae {mae} (T s of training)"
+                     for k, mae in ((0, 5), (1, 4), (2, 3.5))]
 
 
-
-def test_a_log_gets_a_batch_line_a_minute_and_nothing_when_disabled(capsys):
-    """A fake clock: each batch takes LINE_EVERY / 2.5 seconds. Resumed at batch 2 of 10, the log
-    gets a line once LINE_EVERY has passed since the last (batches 5 and 8), never after the last
-    batch (the epoch's own line follows it); every batch is yielded, in order."""
-    ticks = iter(range(100))
-    clock = lambda: next(ticks) * LINE_EVERY / 2.5  # noqa: E731
-    shown = batch_progress(iter(range(2, 10)), "run seed 0, epoch 3", 10, start=2, clock=clock)
-    assert list(shown) == list(range(2, 10))
-    assert capsys.readouterr().err.splitlines() == [f"run seed 0, epoch 3: batch {k}/10, {t} s"
-                                                    for k, t in ((5, 72), (8, 144))]
-    assert list(batch_progress(iter(range(3)), "x", 3, enabled=False)) == [0, 1, 2]
-    assert capsys.readouterr().err == ""
 
 def test_bad_mode_is_named(tmp_path):
     with pytest.raises(ValueError, match="mode must be 'min' or 'max', got 'up'"):

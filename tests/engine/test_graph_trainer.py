@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from tests.engine.kill_at_call import kill_then_resume
+from zoo import _progress
 from zoo.data import load_csv_dataset, make_dataloaders
-from zoo.engine import epoch_loop
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.graph_trainer import (_cosine_with_warmup, _gate_diagnostics, build_graph_model, masked_loss, predict,
@@ -148,13 +148,13 @@ def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert "esol_tiny seed 0, epoch 0:   0%|          | 0/4" in err and "esol_tiny seed 0, epoch 1:" in err
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
-    monkeypatch.setattr(epoch_loop, "LINE_EVERY", 0.0)
+    monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)
     train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "log", progress=True)
     lines = [re.sub(r"[0-9.]+ s", "T s", re.sub(r"(train_loss|val_mae) [^,( ]+", r"\1 X", line))
              for line in capsys.readouterr().err.splitlines()]
     assert lines == [line for epoch in (0, 1) for line in
-                     [f"esol_tiny seed 0, epoch {epoch}: batch {k}/4, T s" for k in (1, 2, 3)]
-                     + [f"esol_tiny seed 0, epoch {epoch + 1}/2: train_loss X, val_mae X (T s of training)"]]
+                     [f"esol_tiny seed 0, epoch {epoch}: {k}/4 batches, T s" for k in (1, 2, 3)]
+                     + [f"esol_tiny seed 0, epoch {epoch} ({epoch + 1}/2): train_loss X, val_mae X (T s of training)"]]
     assert train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "quiet", progress=False) and \
         capsys.readouterr().err == ""
 

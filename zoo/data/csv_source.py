@@ -28,8 +28,8 @@ import dgl
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
+from zoo._progress import progress as show_progress
 from zoo.data.cards import DatasetError, card_path, import_source_object, load_card
 from zoo.data.dgllife_source import read_dgllife_table
 from zoo.data.featurizers import DEFAULT_FEATURIZER, Featurizer, featurizer_from_spec, smiles_featurizers
@@ -192,7 +192,7 @@ def _read_table(card: dict, folder: Path, roots: Roots, limit: int | None, progr
         return table
     function = import_source_object(card, "target_function")
     attr = src["target_function"].rpartition(".")[2]
-    values = [function(s) for s in tqdm(table.smiles, desc=attr, disable=not progress, leave=False)]
+    values = [function(s) for s in show_progress(table.smiles, attr, enabled=progress, unit="molecules")]
     return table._replace(targets=torch.tensor(values, dtype=torch.float64).float().view(-1, 1))
 
 

@@ -23,8 +23,8 @@ import torch
 from rdkit import RDConfig
 from rdkit.Chem import Crippen
 from rdkit.rdBase import BlockLogs
-from tqdm.auto import tqdm
 
+from zoo._progress import progress as show_progress
 from zoo.data.cards import DatasetError
 from zoo.data.featurizers import (
     DEFAULT_FEATURIZER,
@@ -76,7 +76,7 @@ def featurize_smiles(smiles: Sequence[str], featurizer: Featurizer | None = None
     featurizer = featurizer_from_spec(featurizer or DEFAULT_FEATURIZER)
     graphs, kept, problems = [], [], []
     with BlockLogs():  # RDKit's own stderr messages; the reasons are collected instead
-        for i, s in enumerate(tqdm(smiles, desc=desc, disable=not progress, leave=False)):
+        for i, s in enumerate(show_progress(smiles, desc, enabled=progress, unit="molecules")):
             mol, problem = parse_smiles(s)
             if problem:
                 problems.append((i, s, problem))

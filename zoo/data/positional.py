@@ -42,9 +42,9 @@ import scipy.sparse as sp
 import torch
 from safetensors.torch import load, save
 from scipy.sparse.linalg import eigsh
-from tqdm.auto import tqdm
 
 from zoo._atomic import atomic_write
+from zoo._progress import progress as show_progress
 from zoo.data.mirror import resolve_roots
 
 PE_VERSION = 2
@@ -194,7 +194,7 @@ def compute_positional_encodings(
     """
     spec = PESpec.from_any(spec)
     vecs, vals, rws = [], [], []
-    for g in tqdm(graphs, desc=f"PE {spec.key()}", disable=not progress, leave=False):
+    for g in show_progress(graphs, f"PE {spec.key()}", enabled=progress, unit="graphs"):
         if spec.lap_k:
             vec, val = laplacian_pe(g, spec.lap_k)
             vecs.append(vec)

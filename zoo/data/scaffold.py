@@ -18,7 +18,8 @@ from typing import Sequence
 from rdkit import Chem
 from rdkit.Chem.Scaffolds import MurckoScaffold
 from rdkit.rdBase import BlockLogs
-from tqdm.auto import tqdm
+
+from zoo._progress import progress as show_progress
 
 
 def murcko_scaffold(smiles: str, include_chirality: bool = True) -> str:
@@ -47,7 +48,7 @@ def scaffold_split(
     """Split positions ``0..len(smiles)-1`` into ``{"train", "val", "test"}`` by scaffold."""
     scaffolds = [
         murcko_scaffold(s, include_chirality)
-        for s in tqdm(smiles, desc="scaffolds", disable=not progress, leave=False)
+        for s in show_progress(smiles, "scaffolds", enabled=progress, unit="molecules")
     ]
     return split_by_scaffold(scaffolds, frac_train, frac_valid)
 

@@ -1,7 +1,7 @@
 """The epoch loop every trainer shares: resume, early stopping, best weights, checkpoints,
 TensorBoard scalars and a progress bar (on a terminal; where standard error is a file or a pipe,
-as in a background job's log, one line an epoch instead). :func:`batch_progress` does the same
-for the batches of a long epoch: a bar, or a line a minute.
+as in a background job's log, one line an epoch instead; :mod:`zoo._progress` does the same for
+the batches of a long epoch).
 
 ``last.pt`` is written atomically (model, optimisers, schedulers, loop state and RNG states)
 after the first epoch, then after any epoch that ends ``checkpoint_every`` seconds (default
@@ -37,36 +37,6 @@ from zoo.ops import NonFiniteScores
 
 LAST = "last.pt"
 CHECKPOINT_EVERY = 30.0  # seconds of training a kill can cost
-BAR_EVERY = 5.0
-"""Seconds between redraws of a batch bar on a terminal (a molhiv or Peptides-func epoch of the
-paper's models takes 10-25 minutes on a CPU)."""
-LINE_EVERY = 60.0
-"""Seconds between the lines :func:`batch_progress` writes in a log instead of a bar."""
-
-
-def batch_progress(batches, desc: str, total: int, start: int = 0, enabled: bool = True, *,
-                   clock=time.perf_counter):
-    """``batches`` (``start`` of ``total`` already done), shown as a bar on a terminal; where
-    standard error is a file, as in a background job's log, a line every :data:`LINE_EVERY`
-    seconds instead (``"<desc>: batch 160/313, 47 s"``); nothing unless ``enabled``.
-
-    >>> for batch in batch_progress(loader, "zinc_siggate seed 0, epoch 3", len(loader)):  # doctest: +SKIP
-    ...     step(batch)
-    """
-    if not enabled:
-        yield from batches
-        return
-    if sys.stderr.isatty():
-        yield from tqdm(batches, desc=desc, total=total, initial=start, unit="batch", mininterval=BAR_EVERY,
-                        leave=False, dynamic_ncols=True)
-        return
-    began = said = clock()
-    for done, batch in enumerate(batches, start=start + 1):
-        yield batch
-        now = clock()
-        if now - said >= LINE_EVERY and done < total:
-            print(f"{desc}: batch {done}/{total}, {now - began:.0f} s", file=sys.stderr, flush=True)
-            said = now
 
 
 class BatchCheckpoints:
@@ -205,7 +175,7 @@ def run_epochs(
                 bar.update(1)
                 bar.set_postfix(shown)
                 if lines:
-                    print(f"{desc or 'the run'}, epoch {state['epoch']}/{epochs}: "
+                    print(f"{desc or 'the run'}, epoch {row['epoch']} ({state['epoch']}/{epochs}): "
                           + ", ".join(f"{key} {value}" for key, value in shown.items())
                           + f" ({seconds:.0f} s of training)", file=sys.stderr, flush=True)
                 if on_epoch_end is not None:

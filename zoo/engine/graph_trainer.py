@@ -15,6 +15,7 @@ import torch
 from torch.nn import functional as F
 from torch.utils.tensorboard import SummaryWriter
 
+from zoo._progress import progress as show_progress
 from zoo.analysis.gate_diagnostics import gate_diagnostics
 from zoo.data import make_dataloaders
 from zoo.engine.checkpoint import save_checkpoint, write_json
@@ -22,7 +23,7 @@ from zoo.engine.devices import resolve_device
 from zoo.engine.distributed import (all_sum, is_main, main_first, shard_train_loader, sharded_predict, stop_together,
                                     world)
 from zoo.engine.divergence import check_loss, nonfinite_rows
-from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, batch_progress, finish, run_epochs
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, BatchCheckpoints, finish, run_epochs
 from zoo.engine.flat_optimizer import FlatAdam, FlatAdamW
 from zoo.engine.graph_metrics import METRIC_MODES, graph_metric
 from zoo.engine.index_training import build_index_optimizer, index_trajectory, shannon_prior, split_index_parameters
@@ -109,6 +110,9 @@ def build_graph_model(recipe: Recipe, num_outputs: int, **inputs):
 
 
 FLAT_OPTIMIZERS = (FlatAdam, FlatAdamW)
+BAR_EVERY = 5.0
+"""Seconds between redraws of the batch bar on a terminal (a molhiv or Peptides-func epoch of the
+paper's models takes 10-25 minutes on a CPU; a log gets a line a minute, :mod:`zoo._progress`)."""
 
 
 def build_optimizer(model: torch.nn.Module, optim: OptimConfig, flat: bool = True) -> torch.optim.Optimizer:
@@ -195,8 +199,9 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         trained.train()
         train_loader.generator.manual_seed(seed * 1_000_003 + epoch)  # same order after a resume
         total, count = checkpoints.carry.get("total", 0.0), checkpoints.carry.get("count", 0)
-        batches = batch_progress(checkpoints.remaining(train_loader), f"{recipe.name} seed {seed}, epoch {epoch}",
-                                 len(train_loader), checkpoints.start, progress and is_main())
+        batches = show_progress(checkpoints.remaining(train_loader), f"{recipe.name} seed {seed}, epoch {epoch}",
+                                len(train_loader), start=checkpoints.start, enabled=progress and is_main(),
+                                unit="batches", bar_every=BAR_EVERY)
         for step, (graphs, target) in enumerate(batches, start=checkpoints.start + 1):
             if world()[1] > 1:  # this rank's dropout, the same after a resume (last.pt has rank 0's generator)
                 torch.manual_seed(step_seed(seed, epoch, world()[0], step))

@@ -14,8 +14,8 @@ from typing import NamedTuple, Sequence
 import dgl
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
+from zoo._progress import progress as show_progress
 from zoo.data.cards import DatasetError
 from zoo.data.featurizers import Featurizer, InvalidSmilesError, featurizer_from_spec
 from zoo.data.molecules import BadSmiles, featurize_smiles, format_report
@@ -120,7 +120,7 @@ def predict(model, smiles: Sequence[str] | str, *, batch_size: int = 128, strict
     model.eval()
     outputs = []
     with torch.no_grad():
-        for start in tqdm(range(0, len(graphs), batch_size), desc="predicting", disable=not progress, leave=False):
+        for start in show_progress(range(0, len(graphs), batch_size), "predicting", enabled=progress, unit="batches"):
             batch = dgl.batch(graphs[start:start + batch_size]).to(device)
             outputs.append(outputs_or_nan(model, batch, _num_outputs(model.card)))
     output = torch.cat(outputs).double()
