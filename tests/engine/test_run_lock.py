@@ -3,6 +3,7 @@ holder's pid and touches nothing; the lock goes with its process, so a killed jo
 import json
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -84,6 +85,33 @@ def test_a_new_seed_folder_another_job_locks_first_is_left_to_it(tmp_path, monke
         with pytest.raises(RunBusyError):
             experiment.run_recipe(recipe, tmp_path / "runs", seeds=[0], progress=False)
     assert seed_dir.is_dir()
+
+
+def test_the_summary_is_written_in_turn_with_the_jobs_sharing_a_sweep(tmp_path, monkeypatch, holder):
+    """Another job holds the config folder (writing its summary.json): this one waits for it, then
+    writes the summary of every seed finished by then, its own included."""
+    recipe = build_recipe(GCN)
+    base = experiment.run_folder(recipe, tmp_path / "runs")
+    finished = {"seed": 0, "split": 0, "main_metric": "accuracy", "num_parameters": 1, "best_epoch": 0,
+                "final": {"val": {"accuracy": 0.5}, "test": {"accuracy": 0.5}}}
+
+    def train(recipe, data, seed, seed_dir, **kwargs):
+        (seed_dir / "metrics.json").write_text(json.dumps(finished))
+        return finished
+
+    monkeypatch.setattr(experiment, "load_node_dataset", lambda name, split: object())
+    monkeypatch.setattr(experiment, "train_node_classifier", train)
+    base.mkdir(parents=True)
+    process = holder(base)
+    job = threading.Thread(target=experiment.run_recipe, args=(recipe, tmp_path / "runs"),
+                           kwargs={"seeds": [0], "progress": False})
+    job.start()
+    job.join(timeout=2)
+    assert job.is_alive() and not (base / "summary.json").exists()  # trained, waiting for the other job
+    process.kill()
+    process.wait(timeout=30)
+    job.join(timeout=30)
+    assert not job.is_alive() and json.loads((base / "summary.json").read_text())["seeds"] == [0]
 
 def test_a_seed_finished_by_another_process_while_loading_is_not_retrained(tmp_path, monkeypatch):
     recipe = build_recipe(GCN)

@@ -21,7 +21,7 @@ from zoo.engine.environment import environment
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import Recipe, RecipeError
-from zoo.engine.run_lock import RunBusyError, hold_seed
+from zoo.engine.run_lock import RunBusyError, hold_seed, one_at_a_time
 
 
 SWEEP_ORDERS = ("recipe", "seed")
@@ -150,8 +150,9 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
         return {"recipe": recipe.name, "config_hash": recipe.config_hash(), "seeds": [], "diverged": sorted(diverged),
                 "busy": busy}
     summary = {**_summary(recipe, runs, sorted(diverged)), "busy": busy}
-    recorded = sorted(int(path.parent.name.removeprefix("seed")) for path in base.glob(f"seed*/{DIVERGED}"))
-    write_json(_summary(recipe, _finished_runs(base), recorded), base / "summary.json")
+    with one_at_a_time(base):  # jobs sharing a sweep: each reads the finished seeds and writes, in turn
+        recorded = sorted(int(path.parent.name.removeprefix("seed")) for path in base.glob(f"seed*/{DIVERGED}"))
+        write_json(_summary(recipe, _finished_runs(base), recorded), base / "summary.json")
     print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}"
           + (f"; seed {_seeds(diverged)} diverged and is not in it" if diverged else "") + left)
     print(format_summary(summary["metrics"]))

@@ -58,6 +58,24 @@ def hold_seed(seed_dir: str | Path, hold: bool = True, agree=None):
             os.close(fd)
 
 
+@contextlib.contextmanager
+def one_at_a_time(folder: str | Path):
+    """Hold ``folder``'s flock for the body, waiting for another process that holds it: for short
+    writes that jobs sharing a sweep make in turn (a config folder's ``summary.json``), not for
+    training (:func:`hold_seed` refuses instead of waiting).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder, one_at_a_time(folder):
+    ...     pass
+    """
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def holder_of(seed_dir: str | Path) -> str | None:
     """The pid of the process training ``seed_dir`` now (holding its lock), read from
     ``/proc/locks`` without taking the lock; None if none does, or where it cannot tell.
