@@ -39,10 +39,10 @@ from zoo._atomic import atomic_write
 from zoo.data import load_card
 from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.distributed import all_sum, barrier, init_from_env, is_main, say, stop_together, world
-from zoo.engine.divergence import (DIVERGED, FIXES, TrainingDiverged, check_loss, record_divergence,
-                                   recorded_divergence, still_diverged)
+from zoo.engine.divergence import (DIVERGED, TrainingDiverged, check_loss, record_divergence, recorded_divergence,
+                                   still_diverged)
 from zoo.engine.environment import environment
-from zoo.engine.epoch_loop import CHECKPOINT_EVERY, LAST, finish, run_epochs
+from zoo.engine.epoch_loop import CHECKPOINT_EVERY, LAST, finish, overflow_is_divergence, run_epochs
 from zoo.engine.experiment import run_folder
 from zoo.engine.index_training import (build_index_optimizer, index_trajectory, shannon_prior,
                                        split_index_parameters)
@@ -51,7 +51,6 @@ from zoo.engine.recipe import Recipe, RecipeError
 from zoo.engine.run_lock import hold_seed
 from zoo.engine.reproducibility import epoch_seed, seed_everything
 from zoo.models import create_model
-from zoo.ops import NonFiniteScores
 
 
 class DistData(NamedTuple):
@@ -187,8 +186,10 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
                                desc=f"{recipe.name} seed {seed}", progress=False, on_epoch_end=end_of_epoch,
                                checkpoint_every=checkpoint_every)
             model.load_state_dict(state["best_model"])
-            final = _final_evaluation(model, graph, split, sampler.eval_batch_size,
-                                      f"{recipe.name} seed {seed}", state["best_epoch"])
+            # the test nodes' neighbourhoods are first seen here
+            desc = f"{recipe.name} seed {seed}"
+            with overflow_is_divergence("final evaluation of the model", state["best_epoch"], desc):
+                final = {part: evaluate(model, graph, split[part], sampler.eval_batch_size) for part in ("val", "test")}
         except TrainingDiverged as err:  # every rank raises it (loss summed, overflow agreed)
             if is_main():
                 record_divergence(run_dir, recipe.name, seed, err)
@@ -214,19 +215,6 @@ def check_recipe(recipe: Recipe) -> None:
     if recipe.task != "node_classification" or recipe.train.sampler is None:
         raise RecipeError(f"{recipe.name}: DistGraph training is for node recipes with train.sampler (mini-batches "
                           "of sampled neighbourhoods); add e.g. --set 'train.sampler.fanouts=[10,10]'")
-
-
-def _final_evaluation(model: torch.nn.Module, graph: dgl.distributed.DistGraph, split: dict, chunk: int, desc: str,
-                      best_epoch: int) -> dict:
-    """:func:`evaluate` of the selected model on val and test. Attention that overflows there (on
-    every rank, :func:`zoo.engine.distributed.stop_together`; test neighbourhoods are first seen
-    here) is the :class:`TrainingDiverged` a node model's evaluation gives in the epoch loop."""
-    try:
-        return {part: evaluate(model, graph, split[part], chunk) for part in ("val", "test")}
-    except NonFiniteScores as err:
-        raise TrainingDiverged(f"training diverged: the attention {err}, in the final evaluation of {desc} (the model "
-                               f"of epoch {best_epoch}, on full neighbourhoods). last.pt holds the last epoch. "
-                               f"To go on, check the node features for NaN, or {FIXES}.") from err
 
 
 def evaluate(model: torch.nn.Module, graph: dgl.distributed.DistGraph, nodes: torch.Tensor, chunk: int) -> dict:

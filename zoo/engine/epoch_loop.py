@@ -140,7 +140,7 @@ def run_epochs(
     try:
         while state["epoch"] < epochs and state["bad_epochs"] < patience:
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
-            with _overflow_is_divergence("training", state["epoch"], desc):
+            with overflow_is_divergence("training", state["epoch"], desc):
                 if batch_checkpoints:
                     start, carry = (partial["trained"], partial["carry"]) if partial else (0, {})
                     checkpoints = BatchCheckpoints(start, carry, save_inside)
@@ -152,7 +152,7 @@ def run_epochs(
                 scheduler.step()
             seconds = time.perf_counter() - started
             state["train_seconds"] += seconds
-            with _overflow_is_divergence("evaluation", state["epoch"], desc):
+            with overflow_is_divergence("evaluation", state["epoch"], desc):
                 evaluated = evaluate()
             row.update(evaluated)
             _say_non_finite(desc, state["epoch"], evaluated, monitor)
@@ -193,9 +193,10 @@ def run_epochs(
 
 
 @contextlib.contextmanager
-def _overflow_is_divergence(stage: str, epoch: int, desc: str):
+def overflow_is_divergence(stage: str, epoch: int, desc: str):
     """Turn a ``zoo.ops`` refusal of non-finite attention scores (they overflowed before any loss
-    existed) into the :class:`TrainingDiverged` it means in a run."""
+    existed) into the :class:`TrainingDiverged` it means in a run, naming the ``stage`` (e.g.
+    ``"evaluation"``) of ``epoch``."""
     try:
         yield
     except NonFiniteScores as err:
