@@ -46,11 +46,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="train nothing: list each recipe's seeds that are finished, under way (at which "
                              "epoch) or still to run, and the training time left")
     args = parser.parse_args(argv)
-    if args.share and args.force:  # run_sweep refuses it too
-        print("error: --share with --force would let each job retrain seeds the other already retrained; retrain "
-              "with one job (--force, no --share), or delete the seed folders to retrain and then --share",
-              file=sys.stderr)
-        return 2
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]
         seeds = parse_seeds(args.seeds) if args.seeds is not None else None
@@ -70,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt():  # `kill PID` stops it as Ctrl-C does
             results = run_sweep(recipes, args.out, seeds=seeds, force=args.force, progress=args.progress,
                                 device=args.device, order=args.order, share=args.share)
-    except (CheckpointError, RunBusyError) as err:
+    except (CheckpointError, RunBusyError, ValueError) as err:  # ValueError: run_sweep's own arguments
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

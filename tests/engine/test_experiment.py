@@ -112,7 +112,7 @@ def test_sweep_in_recipe_order_and_a_bad_order(monkeypatch):
     assert calls == [("a", [3], False), ("b", [3], False)]
     with pytest.raises(ValueError, match="order must be one of recipe, seed, got 'seeds'"):
         experiment.run_sweep([a], order="seeds")
-    with pytest.raises(ValueError, match="share and force together"):  # each job would retrain the other's seeds
+    with pytest.raises(ValueError, match="--share with --force"):  # each job would retrain the other's seeds
         experiment.run_sweep([a], share=True, force=True)
     assert calls == [("a", [3], False), ("b", [3], False)]  # refused before any recipe ran
 

@@ -163,7 +163,7 @@ def test_a_shared_sweep_leaves_a_held_seed_to_its_holder_and_trains_the_others(t
     assert json.loads((base / "summary.json").read_text())["seeds"] == [1]
     # two jobs retraining with --force would each retrain what the other already had
     assert load_tool("sweep").main(args + ["--force"]) == 2
-    assert capsys.readouterr().err.startswith("error: --share with --force would let each job retrain")
+    assert capsys.readouterr().err.startswith("error: --share with --force would let each job retrain")  # nothing ran
 
 
 def test_the_same_sweep_started_twice_with_share_trains_each_seed_once(tmp_path):

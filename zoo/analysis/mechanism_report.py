@@ -187,7 +187,7 @@ def depth_pairs(records: list[dict]) -> pd.DataFrame:
         labels = sorted(set(zip(runs.variant, runs.family)))
         reference = next((label for label in labels if label[0] == G1), labels[0])
         ours = scores.xs(reference, level=["variant", "family"])
-        for label in labels[:labels.index(reference)] + labels[labels.index(reference) + 1:]:
+        for label in [label for label in labels if label != reference]:
             theirs = scores.xs(label, level=["variant", "family"])
             tested = []
             depths = set(ours.index.get_level_values("depth")) & set(theirs.index.get_level_values("depth"))
@@ -199,8 +199,7 @@ def depth_pairs(records: list[dict]) -> pd.DataFrame:
                     tested.append({"dataset": dataset, "variant": label[0], "family": label[1], "depth": depth,
                                    "diff": result["mean_diff"], "p": result["p_value"], "test": result["test"],
                                    "n": len(shared), "reference": reference[0]})
-            adjusted = holm([row["p"] for row in tested]) if tested else []
-            rows += [{**row, "holm": value} for row, value in zip(tested, adjusted)]
+            rows += [{**row, "holm": value} for row, value in zip(tested, holm([row["p"] for row in tested]))]
     if not rows:
         return pd.DataFrame()
     return pd.DataFrame(rows).set_index(["dataset", "variant", "family", "depth"])

@@ -162,8 +162,8 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
 def _check_share(share: bool, force: bool) -> None:
     """Refuse ``share`` with ``force``: each job would retrain seeds another job already retrained."""
     if share and force:
-        raise ValueError("share and force together would let each job retrain seeds another job already retrained; "
-                         "retrain with one job, then share")
+        raise ValueError("--share with --force would let each job retrain seeds another job already retrained; "
+                         "retrain with one job (--force, no --share), then share")
 
 
 def _summary(recipe: Recipe, runs: list[dict], diverged: list[int]) -> dict:
