@@ -29,3 +29,35 @@ def test_without_a_total_a_line_counts_alone(capsys, monkeypatch):
     monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)
     assert list(progress(iter("ab"), "scaffolds", unit="molecules")) == ["a", "b"]
     assert capsys.readouterr().err.splitlines()[0].startswith("scaffolds: 1 molecules, ")
+
+
+def test_size_counts_bytes_in_a_log_and_on_a_terminal(capsys, monkeypatch):
+    """A download's chunks counted by ``len``: the log line shows bytes done of the total as tqdm
+    formats sizes (1.5 MiB of 3 MiB), and the terminal bar reaches the byte total, not the chunk
+    count."""
+    chunks = [b"x" * (1 << 19)] * 6
+    ticks = iter(range(100))
+    clock = lambda: next(ticks) * LINE_EVERY / 2.5  # noqa: E731  (a line at the 3rd chunk only)
+    assert list(progress(iter(chunks), "HIV.csv", 6 << 19, unit="B", size=len, clock=clock)) == chunks
+    assert capsys.readouterr().err.splitlines() == ["HIV.csv: 1.57MB/3.15MB, 72 s"]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setattr(_progress, "tqdm", lambda **kw: _Bar(kw))
+    assert list(progress(iter(chunks), "HIV.csv", 6 << 19, unit="B", size=len)) == chunks
+    assert _Bar.seen == {"total": 6 << 19, "unit_scale": True, "counted": 6 << 19}
+
+
+class _Bar:
+    """A stand-in for tqdm that records its total, its scaling and what it was advanced by."""
+    seen: dict = {}
+
+    def __init__(self, kw):
+        _Bar.seen = {"total": kw["total"], "unit_scale": kw["unit_scale"], "counted": 0}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n):
+        _Bar.seen["counted"] += n

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Iterable, Iterator, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -17,11 +17,13 @@ LINE_EVERY = 60.0
 
 
 def progress(items: Iterable[T], desc: str, total: int | None = None, *, start: int = 0, enabled: bool = True,
-             unit: str = "it", bar_every: float = 0.1, clock=time.perf_counter) -> Iterator[T]:
+             unit: str = "it", size: Callable[[T], int] | None = None, bar_every: float = 0.1,
+             clock=time.perf_counter) -> Iterator[T]:
     """``items`` (``start`` of ``total`` already done; ``total`` defaults to ``len(items)``): a bar
     redrawn at most every ``bar_every`` seconds on a terminal, a line such as ``"PE lap16-rw16:
     5000/15535 graphs, 60 s"`` every :data:`LINE_EVERY` seconds in a log (none after the last
-    item), nothing unless ``enabled``.
+    item), nothing unless ``enabled``. ``size`` counts each item as ``size(item)`` units instead of
+    one (e.g. ``len`` of each chunk of a download; with ``unit="B"`` a log shows ``"1.05MB/2.10MB"``).
 
     >>> for g in progress(graphs, "PE lap16-rw16", unit="graphs"):  # doctest: +SKIP
     ...     encode(g)
@@ -31,15 +33,22 @@ def progress(items: Iterable[T], desc: str, total: int | None = None, *, start: 
         return
     if total is None and hasattr(items, "__len__"):
         total = len(items)
+    amount = size or (lambda _: 1)
     if sys.stderr.isatty():
-        yield from tqdm(items, desc=desc, total=total, initial=start, unit=unit, mininterval=bar_every, leave=False,
-                        dynamic_ncols=True)
+        with tqdm(desc=desc, total=total, initial=start, unit=unit, unit_scale=unit == "B", mininterval=bar_every,
+                  leave=False, dynamic_ncols=True) as bar:
+            for item in items:
+                yield item
+                bar.update(amount(item))
         return
+    number, suffix = (lambda n: tqdm.format_sizeof(n, "B"), "") if unit == "B" else (str, f" {unit}")
     began = said = clock()
-    for done, item in enumerate(items, start=start + 1):
+    done = start
+    for item in items:
         yield item
+        done += amount(item)
         now = clock()
         if now - said >= LINE_EVERY and done != total:
-            print(f"{desc}: {done}{'' if total is None else f'/{total}'} {unit}, {now - began:.0f} s",
-                  file=sys.stderr, flush=True)
+            shown = number(done) + ("" if total is None else f"/{number(total)}")
+            print(f"{desc}: {shown}{suffix}, {now - began:.0f} s", file=sys.stderr, flush=True)
             said = now

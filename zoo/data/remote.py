@@ -19,9 +19,8 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from zoo._atomic import atomic_write
+from zoo._progress import progress as show_progress
 from zoo.data.cards import ChecksumMismatchError, DatasetError, DatasetNotFoundError
 
 TIMEOUT = 60.0
@@ -40,7 +39,7 @@ def offline_from_env() -> bool:
 
 def download(url: str, dest: str | Path, sha256: str | None, progress: bool = True, *,
              offline: bool | None = None, timeout: float = TIMEOUT) -> str:
-    """Fetch ``url`` into ``dest`` (a tqdm bar when ``progress``) and return its sha256.
+    """Fetch ``url`` into ``dest`` (its progress shown when ``progress``: :func:`zoo._progress.progress`) and return its sha256.
 
     ``sha256`` is the expected hex digest: a mismatch deletes the download and raises
     :class:`ChecksumMismatchError`. ``None`` skips the check (the caller must verify the returned
@@ -76,12 +75,11 @@ def _fetch(url: str, out, progress: bool, timeout: float, label: str) -> str:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=label, disable=not progress, leave=False) as bar:
-                while chunk := response.read(1 << 20):
-                    out.write(chunk)
-                    digest.update(chunk)
-                    size += len(chunk)
-                    bar.update(len(chunk))
+            chunks = iter(lambda: response.read(1 << 20), b"")
+            for chunk in show_progress(chunks, label, total, enabled=progress, unit="B", size=len):
+                out.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
     except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
         reason = f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError) else getattr(
             exc, "reason", None) or exc
