@@ -76,6 +76,17 @@ def test_a_recipe_with_no_finished_seed_is_not_estimated(tmp_path, recipes):
     assert not (tmp_path / recipe.name).exists()  # looking creates nothing
 
 
+def test_a_seeds_selection_takes_the_pace_of_every_finished_seed(tmp_path, recipes):
+    """``--seeds 5-9`` extends a study: its seeds take the pace of seeds 0-1, finished outside it."""
+    recipe, _ = recipes
+    base = run_folder(recipe, tmp_path)
+    _finish(base / "seed0", 100.0)
+    _finish(base / "seed1", 300.0)
+    (base / "seed_notes").mkdir()  # not a seed folder
+    rows = sweep_status([recipe], tmp_path, seeds=[5, 6])
+    assert [(row.seed, row.state, row.left) for row in rows] == [(5, "to run", 200.0), (6, "to run", 200.0)]
+
+
 def test_with_no_finished_seed_the_seeds_under_way_set_the_pace(tmp_path, recipes):
     recipe, _ = recipes
     epochs = recipe.optim.epochs

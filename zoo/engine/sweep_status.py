@@ -8,7 +8,8 @@ Times are ``train_seconds`` (the training steps' wall clock, evaluation not incl
 carry the load of the machine they ran on. A seed under way is extrapolated from its own pace
 over the epochs it has left, less the seconds a write between batches has spent on the current
 one (an upper bound when early stopping ends it sooner); a seed with no whole epoch yet, or still
-to run, takes the mean of its recipe's finished seeds less what it has spent. A recipe with no
+to run, takes the mean of its recipe's finished seeds (those outside a ``seeds`` selection
+too) less what it has spent. A recipe with no
 finished seed takes the mean of its seeds under way, each projected to its whole schedule at its
 own pace; a recipe with neither is not estimated.
 """
@@ -77,6 +78,7 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
             else:
                 own.append(SeedStatus(recipe.name, seed, "to run", epochs))
         paces = [row.seconds for row in own if row.state == "finished" and row.seconds is not None]
+        paces += _other_finished_seconds(base, {row.seed for row in own})
         if not paces:  # the projected whole runs of the seeds under way (whole epochs trained)
             paces = [row.seconds + row.left for row in own if row.state == "under way" and row.left is not None]
         for row in own:
@@ -84,6 +86,19 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
                 row.left = max(sum(paces) / len(paces) - (row.seconds or 0.0), 0.0) if paces else None
         rows.extend(own)
     return rows
+
+
+def _other_finished_seconds(base: Path, selected: set[int]) -> list[float]:
+    """``train_seconds`` of the finished seeds in ``base`` outside ``selected``: a ``--seeds``
+    selection still takes the recipe's pace from every seed it has finished."""
+    seconds = []
+    for metrics in sorted(base.glob("seed*/metrics.json")):
+        number = metrics.parent.name[len("seed"):]
+        if number.isdigit() and int(number) not in selected:
+            value = json.loads(metrics.read_text()).get("train_seconds")
+            if value is not None:
+                seconds.append(value)
+    return seconds
 
 
 def format_status(rows: list[SeedStatus]) -> str:
