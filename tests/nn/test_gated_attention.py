@@ -319,11 +319,16 @@ def with_indices(attn, seed=11):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("gate", ["none", "output", "value", "logit"])
-def test_softmax_is_the_committed_module_bit_for_bit(gate, dtype):
-    """Same weights, same inputs and dropout draws: the output and every gradient are bit-identical
-    to the module as committed before the normalisers existed (training mode, attention dropout on)."""
-    old = frozen_module().GatedMultiheadAttention(DIM, HEADS, gate=gate, attn_dropout=0.2, record=True).to(dtype)
-    new = GatedMultiheadAttention(DIM, HEADS, gate=gate, attn_dropout=0.2, record=True).to(dtype)
+def test_softmax_is_the_committed_module_up_to_float_rounding(gate, dtype):
+    """Same weights and inputs: the output, the weights of real (query, key) pairs and every gradient
+    equal the module as committed before the normalisers existed, to float rounding (training mode).
+
+    Bit for bit until the projections moved out of the padded block and the block became
+    head-major (session 32): the matmuls now run over other row counts and layouts, which changes
+    the order of float sums, and dropout draws its mask in head-major order (so this runs without
+    it; :func:`test_attention_dropout_keeps_the_expected_output` covers dropout)."""
+    old = frozen_module().GatedMultiheadAttention(DIM, HEADS, gate=gate, record=True).to(dtype)
+    new = GatedMultiheadAttention(DIM, HEADS, gate=gate, record=True).to(dtype)
     new.load_state_dict(old.state_dict())
     assert new.normaliser == "softmax" and not new.index_parameters()
     g = batch_of([5, 1, 9, 3, 0, 7])
@@ -331,13 +336,36 @@ def test_softmax_is_the_committed_module_bit_for_bit(gate, dtype):
     outputs, grads = [], []
     for attn in (old, new):
         x = h.clone().requires_grad_()
-        torch.manual_seed(3)
         out = attn(g, x)
         out.backward(torch.ones_like(out).cumsum(0))
-        outputs.append((out, attn.last_attn))
+        outputs.append((out, attn.last_attn, attn.last_gate))
         grads.append([x.grad] + [p.grad for p in attn.parameters()])
-    assert torch.equal(outputs[0][0], outputs[1][0]) and torch.equal(outputs[0][1], outputs[1][1])
-    assert all(torch.equal(a, b) for a, b in zip(*grads))
+    tight = {"rtol": 1e-10, "atol": 1e-10} if dtype == torch.float64 else {"rtol": 1e-4, "atol": 1e-5}
+    torch.testing.assert_close(outputs[1][0], outputs[0][0], **tight)
+    mask = new.last_mask
+    real = (mask[:, None, :, None] & mask[:, None, None, :]).expand_as(outputs[1][1])
+    torch.testing.assert_close(outputs[1][1][real], outputs[0][1][real], **tight)
+    padded_keys = (mask[:, None, :, None] & ~mask[:, None, None, :]).expand_as(real)  # of real queries
+    assert bool(padded_keys.any()) and bool((outputs[1][1][padded_keys] == 0).all())
+    if gate != "none":
+        torch.testing.assert_close(outputs[1][2], outputs[0][2], **tight)
+    for a, b in zip(grads[1], grads[0]):
+        torch.testing.assert_close(a, b, **tight)
+
+
+def test_attention_dropout_keeps_the_expected_output():
+    """Inverted dropout on the weights: the mean output over many training-mode draws is the
+    eval-mode output (2000 draws of p = 0.2; the mean is within 3% of the output's scale, about
+    10 standard errors of this sample), and single draws differ from it."""
+    torch.manual_seed(0)
+    attn = GatedMultiheadAttention(DIM, HEADS, gate="output", attn_dropout=0.2, gate_weight_init="xavier").double()
+    g, h = batch_of([5, 1, 9, 3, 7]), features(25).double()
+    with torch.no_grad():
+        expected = attn.eval()(g, h)
+        attn.train()
+        draws = torch.stack([attn(g, h) for _ in range(2000)])
+    assert not torch.allclose(draws[0], expected)
+    assert (draws.mean(0) - expected).abs().max() < 0.03 * expected.abs().max()
 
 
 @pytest.mark.parametrize("gate", ["none", "output", "logit"])
