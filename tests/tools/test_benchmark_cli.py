@@ -28,10 +28,15 @@ def test_layers_and_gps_ratios_are_to_the_named_peer(capsys):
 
 def test_cli_gps_one_block_rows_on_wide_molecules(capsys, monkeypatch):
     from zoo.nn import gated_attention
-    seen = []  # which path each attention call took
-    real = gated_attention.GatedMultiheadAttention._attend_groups
-    monkeypatch.setattr(gated_attention.GatedMultiheadAttention, "_attend_groups",
-                        lambda self, h, groups: seen.append(len(groups)) or real(self, h, groups))
+    seen = []  # the size groups of each attention call that took the grouped path
+    real = gated_attention.dense_batch_groups
+
+    def spy(g, device):
+        groups = real(g, device)
+        if groups is not None:
+            seen.append(len(groups))
+        return groups
+    monkeypatch.setattr(gated_attention, "dense_batch_groups", spy)
     assert benchmark_cli.main(["gps", "--models", "siggate_gt", "--batch-size", "3", "--atoms", "40-90",
                                "--one-block", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
