@@ -510,17 +510,17 @@ def test_index_parameters_and_bad_options_are_named():
 
 # ---- wide batches: attention in groups of similar graph size ----------------------------------------
 
-WIDE = [5, 70, 130, 20, 200, 66, 0, 97]  # groups: <= 64 nodes, 65-96, 97-144, 145-216
+WIDE = [5, 70, 130, 20, 200, 66, 0, 97]  # groups: <= 32 nodes, 49-72, 73-108, 109-162, 163-243
 
 
 def test_wide_batches_split_into_size_groups():
     from zoo.nn.gated_attention import dense_batch_groups
     groups = dense_batch_groups(batch_of(WIDE), torch.device("cpu"))
     widths = sorted(mask.shape[1] for _, _, mask in groups)
-    assert widths == [24, 72, 136, 200]  # each group padded to its own largest graph (rows of 8)
+    assert widths == [24, 72, 104, 136, 200]  # each group padded to its own largest graph (rows of 8)
     nodes = torch.cat([n for n, _, _ in groups]).sort().values
     assert torch.equal(nodes, torch.arange(sum(WIDE)))  # every node in exactly one group
-    assert dense_batch_groups(batch_of([5, 64, 30]), torch.device("cpu")) is None  # narrow: one block
+    assert dense_batch_groups(batch_of([5, 32, 30]), torch.device("cpu")) is None  # narrow: one block
 
 
 @pytest.mark.parametrize("gate,per_head,act", [("none", True, "sigmoid"), ("output", True, "sigmoid"),

@@ -43,7 +43,7 @@ def test_cli_gps_one_block_rows_on_wide_molecules(capsys, monkeypatch):
     assert "batches of 3 random molecules (40-90 atoms)" in out and "| siggate_gt (one block) |" in out
     # 10 layers x (2 warm-up + 1 timed) steps of the grouped row; the one-block row adds none
     assert len(seen) == 30 and all(n > 1 for n in seen)
-    assert gated_attention.GROUP_MIN_WIDTH == 64  # restored after the one-block steps
+    assert gated_attention.GROUP_MIN_WIDTH == 32  # restored after the one-block steps
 
 
 def test_cli_layers_with_sparse_features(capsys):
