@@ -1,9 +1,9 @@
 """Multi-head self-attention over the nodes of each graph, with an optional SigGate-GT gate.
 
 The nodes of a batched DGL graph are projected (Q, K, V and the gate, on the real nodes only),
-scattered into a padded dense block ``[B, L, 3D + G]`` (``B`` graphs, ``L`` the largest graph),
-attended to under a key padding mask, gathered back to ``[N, D]`` and projected by ``W_O``; no
-Python loop runs over graphs.
+scattered into a padded, head-major block ``[3H, B * L, d_k]`` (``B`` graphs, ``L`` the largest
+graph), attended to under a key padding mask, gathered back to ``[N, D]``, gated (G1) and
+projected by ``W_O``; no Python loop runs over graphs (wide batches run in a few size groups).
 
 Gate (SigGate-GT, Eq. 3-4): ``head_k = softmax(Q_k K_k^T / sqrt(d_k)) V_k * act(X W_k^g + b_k^g)``
 where ``X`` is the attention input. Placements:
@@ -355,9 +355,9 @@ class GatedMultiheadAttention(nn.Module):
         """``[N, D]`` node rows -> (Q, K, V ``[N, 3D]``, the gate ``[N, H or 1, G]`` or None).
 
         They run on the real nodes, before the scatter into the padded block, so no padded row is
-        multiplied (on molhiv, 256 molecules of about 25 atoms in blocks 64 wide, the block has
-        2.5 times as many rows as the batch has nodes). The gate's projection runs in the same
-        matmul as Q, K, V. G3 and G2 scale Q and V here, row by row; G1 acts in :meth:`forward`.
+        multiplied (molhiv's molecules of about 25 atoms, padded to a block 64 wide, were 60%
+        padding). The gate's projection runs in the same matmul as Q, K, V. G3 and G2 scale Q
+        and V here, row by row; G1 acts in :meth:`forward`.
         """
         if self.gate_proj is None:
             return self.in_proj(h), None
