@@ -15,7 +15,8 @@ sweep_cli = load_tool("sweep")
 
 def _finish(seed_dir, seconds):
     seed_dir.mkdir(parents=True)
-    (seed_dir / "metrics.json").write_text(json.dumps({"train_seconds": seconds}))
+    seed = int(seed_dir.name.removeprefix("seed"))
+    (seed_dir / "metrics.json").write_text(json.dumps({"seed": seed, "train_seconds": seconds}))
 
 
 @pytest.fixture

@@ -39,7 +39,8 @@ def offline_from_env() -> bool:
 
 def download(url: str, dest: str | Path, sha256: str | None, progress: bool = True, *,
              offline: bool | None = None, timeout: float = TIMEOUT) -> str:
-    """Fetch ``url`` into ``dest`` (its progress shown when ``progress``: :func:`zoo._progress.progress`) and return its sha256.
+    """Fetch ``url`` into ``dest`` (progress by :func:`zoo._progress.progress` when ``progress``)
+    and return its sha256.
 
     ``sha256`` is the expected hex digest: a mismatch deletes the download and raises
     :class:`ChecksumMismatchError`. ``None`` skips the check (the caller must verify the returned

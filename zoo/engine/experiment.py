@@ -152,7 +152,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
     summary = {**_summary(recipe, runs, sorted(diverged)), "busy": busy}
     with one_at_a_time(base):  # jobs sharing a sweep: each reads the finished seeds and writes, in turn
         recorded = sorted(int(path.parent.name.removeprefix("seed")) for path in base.glob(f"seed*/{DIVERGED}"))
-        write_json(_summary(recipe, _finished_runs(base), recorded), base / "summary.json")
+        write_json(_summary(recipe, finished_runs(base), recorded), base / "summary.json")
     print(f"\n{recipe.name} ({recipe.dataset}, {recipe.model['name']}) over {len(runs)} seed(s), {base}"
           + (f"; seed {_seeds(diverged)} diverged and is not in it" if diverged else "") + left)
     print(format_summary(summary["metrics"]))
@@ -178,7 +178,7 @@ def _seeds(seeds) -> str:
     return ", ".join(str(seed) for seed in sorted(seeds))
 
 
-def _finished_runs(base: Path) -> list[dict]:
+def finished_runs(base: Path) -> list[dict]:
     """The metrics of every finished seed in a config folder, in seed order."""
     return sorted((json.loads(path.read_text()) for path in base.glob("seed*/metrics.json")), key=lambda r: r["seed"])
 

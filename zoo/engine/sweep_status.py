@@ -22,7 +22,7 @@ from pathlib import Path
 from zoo.engine.checkpoint import load_checkpoint
 from zoo.engine.divergence import DIVERGED
 from zoo.engine.epoch_loop import LAST
-from zoo.engine.experiment import finished_twin, run_folder
+from zoo.engine.experiment import finished_runs, finished_twin, run_folder
 from zoo.engine.recipe import Recipe
 from zoo.engine.run_lock import holder_of
 
@@ -77,8 +77,8 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
                 own.append(SeedStatus(recipe.name, seed, "under way", epochs, epoch=0, pid=holder_of(seed_dir)))
             else:
                 own.append(SeedStatus(recipe.name, seed, "to run", epochs))
-        paces = [row.seconds for row in own if row.state == "finished" and row.seconds is not None]
-        paces += _other_finished_seconds(base, {row.seed for row in own})
+        # every finished seed of the recipe sets its pace, those outside a ``seeds`` selection too
+        paces = [run["train_seconds"] for run in finished_runs(base) if run.get("train_seconds") is not None]
         if not paces:  # the projected whole runs of the seeds under way (whole epochs trained)
             paces = [row.seconds + row.left for row in own if row.state == "under way" and row.left is not None]
         for row in own:
@@ -86,19 +86,6 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
                 row.left = max(sum(paces) / len(paces) - (row.seconds or 0.0), 0.0) if paces else None
         rows.extend(own)
     return rows
-
-
-def _other_finished_seconds(base: Path, selected: set[int]) -> list[float]:
-    """``train_seconds`` of the finished seeds in ``base`` outside ``selected``: a ``--seeds``
-    selection still takes the recipe's pace from every seed it has finished."""
-    seconds = []
-    for metrics in sorted(base.glob("seed*/metrics.json")):
-        number = metrics.parent.name[len("seed"):]
-        if number.isdigit() and int(number) not in selected:
-            value = json.loads(metrics.read_text()).get("train_seconds")
-            if value is not None:
-                seconds.append(value)
-    return seconds
 
 
 def format_status(rows: list[SeedStatus]) -> str:

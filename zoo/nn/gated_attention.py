@@ -170,9 +170,9 @@ def _dense_index(sizes: torch.Tensor, device: torch.device, align: int = 1) -> t
 
 GROUP_MIN_WIDTH = 32
 """Batches whose padded attention block is at most this wide run as one block; wider ones are split
-by graph size (:func:`dense_batch_groups`). 32 since session 32 (64 before): once the projections
-left the block, molhiv's step was 1.07x faster at 32 (CPU time, three pairs on a quiet machine)
-and ZINC's unchanged; README "Training-step overhead"."""
+by graph size (:func:`dense_batch_groups`). 32 since session 32 (64 before), once the projections
+had left the block: molhiv's molecules (about 25 atoms) then run in blocks about 32 and 48 wide
+instead of 64 (README "Training-step overhead")."""
 GROUP_RATIO = 1.5
 """Within one size group, the widest graph is at most about this many times the narrowest."""
 
