@@ -15,6 +15,8 @@
         --atoms 40-400 --one-block --repeats 3       # global attention in size groups vs one padded block
     python tools/benchmark.py gps --recipe recipes/molhiv_cpu_siggate.yaml --models siggate_gt --batch-size 256 \
         --dataset molhiv --repeats 5                 # real molhiv training batches (ZOO_DATA for the offline copy)
+    OMP_NUM_THREADS=1 python tools/benchmark.py gps --recipe recipes/molhiv_cpu_siggate.yaml --models siggate_gt \
+        --batch-size 256 --dataset molhiv --min-width 64 --clock cpu --repeats 9   # size groups from 32 vs 64 nodes
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
     python tools/benchmark.py logits                    # edge_gatv2_logits vs the materialised [E, H, F] logits
     python tools/benchmark.py scale                     # LTGA-Edge seeds/s and peak RSS: full batch vs mini-batch
@@ -32,13 +34,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.benchmarks.allocator import run as benchmark_allocator  # noqa: E402
-from tools.benchmarks.models import benchmark_aggregate, benchmark_gps, benchmark_layers, benchmark_logits  # noqa: E402
+from tools.benchmarks.models import CLOCKS, benchmark_aggregate, benchmark_gps  # noqa: E402
+from tools.benchmarks.models import benchmark_layers, benchmark_logits  # noqa: E402
 from tools.benchmarks.ops import run as benchmark_ops  # noqa: E402
 from tools.benchmarks.scale import MODES as SCALE_MODES  # noqa: E402
 from tools.benchmarks.scale import run as benchmark_scale  # noqa: E402
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.recipe import RecipeError  # noqa: E402
+from zoo.nn.gated_attention import GROUP_MIN_WIDTH  # noqa: E402
 
 
 def _ops(args: argparse.Namespace) -> None:
@@ -55,13 +59,26 @@ def _gps(args: argparse.Namespace) -> None:
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats, recipe=args.recipe, models=tuple(args.models),
                   profile=args.profile if args.profile is not None else 0, top=args.top, peer=args.peer,
                   normaliser=args.normaliser, atoms=_atoms(args.atoms), one_block=args.one_block,
-                  dataset=args.dataset)
+                  dataset=args.dataset, min_widths=tuple(map(_width, args.min_width)), clock=args.clock)
+
+
+class UsageError(ValueError):
+    """A command-line value the benchmarks cannot use."""
 
 
 def _atoms(text: str) -> int | tuple[int, int]:
     """``23`` or ``40-400`` (each molecule's size drawn from the range)."""
     low, _, high = text.partition("-")
+    if not (low.isdigit() and int(low) > 0 and (not high or high.isdigit() and int(high) >= int(low))):
+        raise UsageError(f"--atoms {text!r} is not a molecule size; give N or LOW-HIGH, such as 23 or 40-400")
     return (int(low), int(high)) if high else int(low)
+
+
+def _width(text: str) -> int:
+    """A size-group width in nodes, at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--min-width {text!r} is not a width in nodes; give a whole number such as 64")
+    return int(text)
 
 
 def _aggregate(args: argparse.Namespace) -> None:
@@ -122,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     gps.add_argument("--one-block", action="store_true",
                      help="also time each model with its global attention over one block padded to the batch's "
                           "largest graph, as before the size groups of zoo.nn.gated_attention")
+    gps.add_argument("--min-width", nargs="+", default=[], metavar="W",
+                     help="also time each model with its attention's size groups starting at W nodes instead of "
+                          f"zoo.nn.gated_attention.GROUP_MIN_WIDTH ({GROUP_MIN_WIDTH}), one row per W")
+    gps.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
+                     help="wall: elapsed time (default); cpu: the process's CPU time, steadier beside other jobs")
     gps.add_argument("--dataset", help="time on this dataset card's training batches (e.g. molhiv, peptides_func; "
                                        "loaded as the trainer loads it, offline with ZOO_DATA) instead of random "
                                        "molecules; --atoms is then unused")
@@ -162,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.func(args)
-    except (DatasetError, RecipeError) as err:
+    except (DatasetError, RecipeError, UsageError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

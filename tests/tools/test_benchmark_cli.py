@@ -46,6 +46,39 @@ def test_cli_gps_one_block_rows_on_wide_molecules(capsys, monkeypatch):
     assert gated_attention.GROUP_MIN_WIDTH == 32  # restored after the one-block steps
 
 
+def test_cli_gps_min_width_rows_group_from_that_width_on_the_cpu_clock(capsys, monkeypatch):
+    from zoo.nn import gated_attention
+    seen = []  # (GROUP_MIN_WIDTH, group count) of each attention call
+    real = gated_attention.dense_batch_groups
+
+    def spy(g, device):
+        groups = real(g, device)
+        seen.append((gated_attention.GROUP_MIN_WIDTH, 1 if groups is None else len(groups)))
+        return groups
+    monkeypatch.setattr(gated_attention, "dense_batch_groups", spy)
+    # molecules of 20-60 atoms: from 32 nodes they split into groups, from 64 they form one block;
+    # both rows step one model with the recipe's flat-buffer AdamW (a second optimizer would orphan it)
+    assert benchmark_cli.main(["gps", "--recipe", "recipes/zinc_siggate.yaml", "--models", "siggate_gt",
+                               "--batch-size", "4", "--atoms", "20-60", "--min-width", "64", "--clock", "cpu",
+                               "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| model | CPU ms / training step (median) |" in out
+    assert set(_rows(out)) == {"siggate_gt", "siggate_gt (groups from 64)"}
+    assert {width for width, _ in seen} == {32, 64}
+    assert all(count > 1 for width, count in seen if width == 32)
+    assert all(count == 1 for width, count in seen if width == 64)
+    assert gated_attention.GROUP_MIN_WIDTH == 32
+
+
+def test_cpu_clock_counts_cpu_time_not_sleep():
+    import time
+
+    from tools.benchmarks.models import _median_step_ms
+    ms = _median_step_ms({"sleep": lambda: time.sleep(0.05)}, repeats=1, warmup=0, clock="cpu")
+    wall = _median_step_ms({"sleep": lambda: time.sleep(0.05)}, repeats=1, warmup=0, clock="wall")
+    assert ms["sleep"] < 25 <= 50 <= wall["sleep"]
+
+
 def test_cli_layers_with_sparse_features(capsys):
     assert benchmark_cli.main(["layers", "--nodes", "60", "--edges", "300", "--features", "40", "--repeats", "1",
                                "--density", "0.05"]) == 0
@@ -186,6 +219,9 @@ def test_real_batch_loss_takes_the_next_batch_at_every_step():
     (["gps", "--dataset", "molhvi"], "No dataset card named 'molhvi'"),
     (["gps", "--recipe", "recipes/nope.yaml"], "recipe file not found: recipes/nope.yaml"),
     (["gps", "--recipe", "recipes/cora_gat.yaml"], "is not a siggate_gt recipe; give one such as"),
+    (["gps", "--min-width", "0"], "--min-width '0' is not a width in nodes; give a whole number such as 64"),
+    (["gps", "--atoms", "40-4"], "--atoms '40-4' is not a molecule size; give N or LOW-HIGH"),
+    (["allocator", "--atoms", "many"], "--atoms 'many' is not a molecule size; give N or LOW-HIGH"),
 ])
 def test_bad_gps_inputs_are_one_error_line(argv, message, capsys):
     assert benchmark_cli.main(argv) == 2

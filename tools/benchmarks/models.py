@@ -31,23 +31,30 @@ from zoo.models.registry import create_model
 from zoo.ops import edge_gatv2_logits, edge_weighted_sum
 
 
-def _median_step_ms(steps: dict, repeats: int, warmup: int = 2) -> dict[str, float]:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+"""``wall``: elapsed time. ``cpu``: this process's CPU time over all its threads, which other jobs on
+the machine disturb less (they still share caches and memory bandwidth)."""
+
+
+def _median_step_ms(steps: dict, repeats: int, warmup: int = 2, clock: str = "wall") -> dict[str, float]:
+    now = CLOCKS[clock]
     for _ in range(warmup):
         for step in steps.values():
             step()
     times = {name: [] for name in steps}
     for _ in range(repeats):
         for name, step in steps.items():
-            started = time.perf_counter()
+            started = now()
             step()
-            times[name].append((time.perf_counter() - started) * 1e3)
+            times[name].append((now() - started) * 1e3)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def _train_step(model, loss_fn, optim=None):
-    """A training step: forward, backward and update. ``optim`` (a recipe's ``OptimConfig``): the
-    graph trainer's own update (its optimizer, gradient clipping, and a learned q's own Adam as
-    after its warm-up); None: plain ``Adam``."""
+def _updater(model, optim=None):
+    """``(optimizer, apply)``, the update of ``model``'s training steps. ``optim`` (a recipe's
+    ``OptimConfig``): the graph trainer's own update (its optimizer, gradient clipping, and a learned
+    q's own Adam as after its warm-up); None: plain ``Adam``. One per model: the trainer's flat-buffer
+    AdamW takes over the storage of the model's parameters, so a second one would orphan the first."""
     if optim is None:
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         apply = optimizer.step
@@ -61,6 +68,13 @@ def _train_step(model, loss_fn, optim=None):
             update(model, optimizer, optim)
             index.step()
             index.zero_grad()
+    return optimizer, apply
+
+
+def _train_step(model, loss_fn, optim=None, updater=None):
+    """A training step: forward, backward and update, with ``updater`` (the model's
+    :func:`_updater`, shared by several steps of one model) or a new one from ``optim``."""
+    optimizer, apply = updater or _updater(model, optim)
 
     def step():
         optimizer.zero_grad()
@@ -70,12 +84,12 @@ def _train_step(model, loss_fn, optim=None):
     return step
 
 
-def _print_table(title: str, ms: dict[str, float], peer: str, step: str = "training step") -> None:
+def _print_table(title: str, ms: dict[str, float], peer: str, step: str = "training step", unit: str = "ms") -> None:
     print(f"\n{title}")
     allocator = ", ".join(f"{key}={os.environ.get(key, 'unset')}" for key in
                           ("LD_PRELOAD", "MALLOC_CONF", "MALLOC_ARENA_MAX", "MALLOC_TRIM_THRESHOLD_"))
     print(f"allocator: {allocator_setting()}; {allocator}, torch threads {torch.get_num_threads()}")
-    print(f"| model | ms / {step} (median) | ratio to {peer} |\n|---|---|---|")
+    print(f"| model | {unit} / {step} (median) | ratio to {peer} |\n|---|---|---|")
     for name, value in ms.items():
         print(f"| {name} | {value:.1f} | {value / ms[peer]:.3f} |")
 
@@ -239,12 +253,17 @@ def _mean_nodes(batches: list) -> float:
     return statistics.mean(graphs.num_nodes() / graphs.batch_size for graphs, _ in batches)
 
 
-def _one_block(step):
-    """``step`` with the global attention over one padded block per batch (no size groups)."""
+ONE_BLOCK = 1 << 30
+"""A ``GROUP_MIN_WIDTH`` wider than any batch: one padded block, as before the size groups."""
+
+
+def _with_min_width(step, width: int):
+    """``step`` with the global attention's size groups starting at ``width`` nodes
+    (:data:`zoo.nn.gated_attention.GROUP_MIN_WIDTH`; :data:`ONE_BLOCK`: no groups)."""
     from zoo.nn import gated_attention
 
     def run():
-        default, gated_attention.GROUP_MIN_WIDTH = gated_attention.GROUP_MIN_WIDTH, 1 << 30
+        default, gated_attention.GROUP_MIN_WIDTH = gated_attention.GROUP_MIN_WIDTH, width
         try:
             step()
         finally:
@@ -271,7 +290,8 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
                   models: tuple[str, ...] = ("gps", "siggate_gt"), profile: int = 0,
                   top: int = 25, peer: str | None = None, normaliser: str | None = None,
                   atoms: int | tuple[int, int] = 23, one_block: bool = False,
-                  dataset: str | None = None) -> dict[str, float]:
+                  dataset: str | None = None, min_widths: tuple[int, ...] = (),
+                  clock: str = "wall") -> dict[str, float]:
     """Median training step of the ZINC GPS model with and without the per-head output gate.
 
     ``recipe``: build both from a SigGate-GT recipe's model section (see :func:`gps_configs`) and
@@ -285,7 +305,10 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     attention uses it (:data:`NORMALISER_OPTIONS`: learned per-head q or alpha), last.
     ``atoms``: molecule sizes (:func:`random_molecules`). ``one_block``: also time each model with
     its global attention over one block padded to the batch's largest graph (row ``<model> (one
-    block)``), the path before :func:`zoo.nn.gated_attention.dense_batch_groups`.
+    block)``), the path before :func:`zoo.nn.gated_attention.dense_batch_groups`. ``min_widths``:
+    also time each model with its size groups starting at each of these widths instead of
+    :data:`~zoo.nn.gated_attention.GROUP_MIN_WIDTH` (rows ``<model> (groups from W)``).
+    ``clock``: a key of :data:`CLOCKS`; ``cpu`` times CPU time, steadier beside other jobs.
     The command line (``tools/benchmark.py gps``) first keeps freed memory as the training tools
     do (:func:`zoo.engine.allocator.keep_freed_memory`; ``ZOO_MALLOC=default`` turns it off), so
     the step is timed as the trainer runs it.
@@ -324,10 +347,14 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
         loader = make_dataloaders(data, batch_size, seed=0)["train"]
         batches = [b for b, _ in zip(loader, range(rounds))]
         make_loss = lambda: _real_batch_loss(batches, data.task)  # noqa: E731  (each step its own batch count)
-    steps = {name: _train_step(model, make_loss(), optim) for name, model in built.items()}
+    updaters = {name: _updater(model, optim) for name, model in built.items()}
+    steps = {name: _train_step(model, make_loss(), updater=updaters[name]) for name, model in built.items()}
+    variants = {f"groups from {width}": width for width in min_widths}
     if one_block:
-        steps.update({f"{name} (one block)": _one_block(_train_step(model, make_loss(), optim))
-                      for name, model in built.items()})
+        variants["one block"] = ONE_BLOCK
+    for label, width in variants.items():
+        steps.update({f"{name} ({label})": _with_min_width(_train_step(model, make_loss(), updater=updaters[name]),
+                                                           width) for name, model in built.items()})
     setting = recipe or "GINE + LapPE 8 + RWSE 20"
     sizes = f"{atoms} atoms" if isinstance(atoms, int) else f"{atoms[0]}-{atoms[1]} atoms"
     what = f"random molecules ({sizes})" if data is None else \
@@ -344,8 +371,8 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
         print(f"\n{title}\nprofile of {profile} training steps of {name}, torch threads {torch.get_num_threads()}")
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
         return {}
-    ms = _median_step_ms(steps, repeats)
-    _print_table(title, ms, next(iter(built)))
+    ms = _median_step_ms(steps, repeats, clock=clock)
+    _print_table(title, ms, next(iter(built)), unit="CPU ms" if clock == "cpu" else "ms")
     if peer:
         print("parameters: " + ", ".join(f"{name} {sum(p.numel() for p in model.parameters())}"
                                           for name, model in built.items()))
