@@ -42,7 +42,6 @@ from tools.benchmarks.scale import run as benchmark_scale  # noqa: E402
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402
 from zoo.engine.recipe import RecipeError  # noqa: E402
-from zoo.nn.gated_attention import GROUP_MIN_WIDTH  # noqa: E402
 
 
 def _ops(args: argparse.Namespace) -> None:
@@ -141,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                           "largest graph, as before the size groups of zoo.nn.gated_attention")
     gps.add_argument("--min-width", nargs="+", default=[], metavar="W",
                      help="also time each model with its attention's size groups starting at W nodes instead of "
-                          f"zoo.nn.gated_attention.GROUP_MIN_WIDTH ({GROUP_MIN_WIDTH}), one row per W")
+                          "the checkout's zoo.nn.gated_attention.GROUP_MIN_WIDTH, one row per W")
     gps.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
                      help="wall: elapsed time (default); cpu: the process's CPU time, steadier beside other jobs")
     gps.add_argument("--dataset", help="time on this dataset card's training batches (e.g. molhiv, peptides_func; "

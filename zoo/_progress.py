@@ -16,6 +16,11 @@ LINE_EVERY = 60.0
 """Seconds between the lines :func:`progress` writes in a log."""
 
 
+def on_terminal() -> bool:
+    """True when standard error is a terminal (a bar), False in a log or a pipe (plain lines)."""
+    return sys.stderr.isatty()
+
+
 def progress(items: Iterable[T], desc: str, total: int | None = None, *, start: int = 0, enabled: bool = True,
              unit: str = "it", size: Callable[[T], int] | None = None, bar_every: float = 0.1,
              clock=time.perf_counter) -> Iterator[T]:
@@ -34,7 +39,7 @@ def progress(items: Iterable[T], desc: str, total: int | None = None, *, start: 
     if total is None and hasattr(items, "__len__"):
         total = len(items)
     amount = size or (lambda _: 1)
-    if sys.stderr.isatty():
+    if on_terminal():
         with tqdm(desc=desc, total=total, initial=start, unit=unit, unit_scale=unit == "B", mininterval=bar_every,
                   leave=False, dynamic_ncols=True) as bar:
             for item in items:

@@ -29,6 +29,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm.auto import tqdm
 
+from zoo._progress import on_terminal
 from zoo.engine.checkpoint import cpu_state_dict, load_checkpoint, save_checkpoint
 from zoo.engine.distributed import is_main
 from zoo.engine.divergence import FIXES, TrainingDiverged
@@ -119,7 +120,7 @@ def run_epochs(
 
     main = is_main()
     writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=state["epoch"]) if main else None
-    lines = progress and main and not sys.stderr.isatty()  # a log: one line an epoch, not a bar's redraws
+    lines = progress and main and not on_terminal()  # a log: one line an epoch, not a bar's redraws
     bar = tqdm(total=epochs, initial=state["epoch"], desc=desc, disable=not (progress and main) or lines, leave=False,
                dynamic_ncols=True)
     verify = True  # the first save of the run is read back with weights_only; later ones hold the same kinds
