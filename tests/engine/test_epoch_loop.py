@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import zoo.engine.epoch_loop as epoch_loop
-from zoo.engine.checkpoint import load_checkpoint
+from zoo.engine.checkpoint import load_checkpoint, save_checkpoint
 from zoo.engine.divergence import TrainingDiverged
 from zoo.engine.epoch_loop import LAST, BatchCheckpoints, finish, run_epochs
 
@@ -93,6 +93,28 @@ def test_a_log_gets_one_line_an_epoch_instead_of_a_bar(tmp_path, capsys):
 
 
 
+def test_cpu_time_is_kept_beside_the_wall_clock(tmp_path, monkeypatch):
+    wall, cpu = [0.0], [0.0]
+    monkeypatch.setattr(epoch_loop.time, "perf_counter", lambda: wall[0])
+    monkeypatch.setattr(epoch_loop.time, "process_time", lambda: cpu[0])
+
+    def tick():  # 10 s of wall clock, 4 s of it on a CPU (a shared or paused machine)
+        wall[0] += 10.0
+        cpu[0] += 4.0
+    state, _ = _loop(tmp_path, [3.0, 2.0, 1.0], patience=5, tick=tick)
+    assert (state["train_seconds"], state["train_cpu_seconds"]) == (30.0, 12.0)
+
+
+def test_a_run_resumed_from_before_cpu_time_was_recorded_has_none(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        _loop(tmp_path, [5.0, 4.0, 3.5], fail_at=2)
+    saved = load_checkpoint(tmp_path / LAST)
+    del saved["state"]["train_cpu_seconds"]  # as a last.pt written by the code before it
+    save_checkpoint(saved, tmp_path / LAST)
+    state, _ = _loop(tmp_path, [3.5], epochs=3)
+    assert state["epoch"] == 3 and state["train_seconds"] > 0 and state["train_cpu_seconds"] is None
+
+
 def test_bad_mode_is_named(tmp_path):
     with pytest.raises(ValueError, match="mode must be 'min' or 'max', got 'up'"):
         _loop(tmp_path, [1.0], mode="up")
@@ -161,6 +183,7 @@ def _batch_loop(tmp_path, epochs, *, batches=5, kill_at=None, checkpoint_every=2
 def test_batch_checkpoints_follow_the_clock_inside_epochs_and_resume_at_the_batch(tmp_path, monkeypatch):
     now = [0.0]
     monkeypatch.setattr(epoch_loop.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(epoch_loop.time, "process_time", lambda: 0.25 * now[0])  # a quarter of a core
     written = []
     real = epoch_loop.save_checkpoint
     monkeypatch.setattr(epoch_loop, "save_checkpoint", lambda state, path, *, verify: written.append(
@@ -169,7 +192,7 @@ def test_batch_checkpoints_follow_the_clock_inside_epochs_and_resume_at_the_batc
     # 5 batches of 10 s an epoch, at least 25 s apart and 25 s into the epoch: batch 3 of epoch 0
     # (30 s), the end of epoch 0 is 20 s later (not written), batch 3 of epoch 1 (80 s), ...
     assert written == [(0, 3), (1, 3), (2, 3), (3, None)]
-    assert whole["train_seconds"] == 150
+    assert (whole["train_seconds"], whole["train_cpu_seconds"]) == (150, 37.5)
 
     now[0], trained = 0.0, []
     with pytest.raises(KeyboardInterrupt):
@@ -181,4 +204,16 @@ def test_batch_checkpoints_follow_the_clock_inside_epochs_and_resume_at_the_batc
     assert [r["train_loss"] for r in resumed["curves"]] == [r["train_loss"] for r in whole["curves"]]
     for key, value in whole_model.state_dict().items():  # the same arithmetic on the same machine
         assert torch.equal(value, resumed_model.state_dict()[key]), key
-    assert resumed["train_seconds"] == 150
+    assert (resumed["train_seconds"], resumed["train_cpu_seconds"]) == (150, 37.5)  # the rerun batch counts once
+
+
+def test_a_batch_checkpoint_from_before_cpu_time_leaves_it_unknown(tmp_path, monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(epoch_loop.time, "perf_counter", lambda: now[0])
+    with pytest.raises(KeyboardInterrupt):
+        _batch_loop(tmp_path, 3, now=now, trained=[], kill_at=(1, 4))
+    saved = load_checkpoint(tmp_path / LAST)
+    del saved["partial"]["cpu_seconds"]  # written inside epoch 1 by the code before it
+    save_checkpoint(saved, tmp_path / LAST)
+    resumed, _ = _batch_loop(tmp_path, 3, now=now, trained=[])
+    assert resumed["train_seconds"] == 150 and resumed["train_cpu_seconds"] is None

@@ -1,7 +1,9 @@
 """Training time and schedule per (model, dataset), read from what each finished run recorded.
 
 Each run's ``metrics.json`` holds ``train_seconds`` (wall clock of the training steps summed over
-epochs, evaluation excluded, kept across resumes), ``epochs_run`` and ``best_epoch``: a seed
+epochs, evaluation excluded, kept across resumes), ``train_cpu_seconds`` (the process's CPU time in
+those steps, over all its threads: a paused or shared machine does not inflate it; runs started
+before session 33 lack it), ``epochs_run`` and ``best_epoch``: a seed
 whose best epoch is its last was still improving when the schedule ended. Its ``environment.json``
 holds ``torch_threads`` as of the run's last start or resume. The times are whatever the machine
 gave the run, so compare rows that ran under the same load only. For a seed whose best epoch is its
@@ -36,6 +38,7 @@ def _seed_row(path: Path) -> dict | None:
     best_is_last = best is not None and best == epochs - 1
     nan_epochs = sum(any(key.endswith("_nonfinite") for key in row) for row in metrics.get("curves") or [])
     return {"epochs": epochs, "seconds": seconds, "per_epoch": seconds / epochs, "threads": threads,
+            "cpu_seconds": metrics.get("train_cpu_seconds"),
             "best": best, "best_is_last": best_is_last,
             "last_gain": _last_epoch_gain(metrics, best) if best_is_last else None, "nan_epochs": nan_epochs}
 
@@ -62,7 +65,8 @@ def _last_epoch_gain(metrics: dict, best: int) -> float | None:
 
 def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, dataset): seeds ``n``, thread counts, mean epochs, seconds per epoch
-    (median, min, max over seeds), mean training minutes per seed, the range of the best (selected)
+    (median, min, max over seeds), mean training minutes per seed (wall clock, and CPU time over
+    the seeds that recorded it), the range of the best (selected)
     epoch, how many seeds selected their last epoch, and the range of those seeds' last-epoch gain.
 
     ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read).
@@ -81,6 +85,8 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
         "per_epoch_min": groups.per_epoch.min(),
         "per_epoch_max": groups.per_epoch.max(),
         "minutes": groups.seconds.mean() / 60,
+        "cpu_minutes": groups.cpu_seconds.mean() / 60,
+        "cpu_known": groups.cpu_seconds.count(),
         "best_min": groups.best.min(),
         "best_max": groups.best.max(),
         "best_is_last": groups.best_is_last.sum(),
@@ -96,20 +102,30 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
 def render_timing(table: pd.DataFrame) -> str:
     """The timing table as Markdown."""
     header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed",
-              "best epoch", "best = last", "last-epoch gain", "NaN evaluations"]
+              "CPU minutes / seed", "best epoch", "best = last", "last-epoch gain", "NaN evaluations"]
     rows = [[model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
-             f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}", _best_range(row),
+             f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}", _cpu_minutes(row),
+             _best_range(row),
              "-" if pd.isna(row.best_min) else f"{int(row.best_is_last)} of {int(row.best_known)}",
              _gain_range(row), _nan_evaluations(row)]
             for (model, dataset), row in table.iterrows()]
     return "\n".join(markdown_table(header, rows) + [
         "", "Training steps only (evaluation excluded), wall clock as each run recorded it in metrics.json, under "
-            "whatever else the machine ran at the time. best epoch: the range (0-based) of the epoch each seed "
+            "whatever else the machine ran at the time. CPU minutes / seed: the process's CPU time over all its "
+            "threads in the same steps, which pauses and shared cores do not inflate (up to the thread count times "
+            "the wall clock; over the seeds that recorded it, 'k of n' when not all did). best epoch: the range (0-based) of the epoch each seed "
             "selected; best = last: seeds whose best epoch is the last they ran, still improving when the "
             "schedule ended; last-epoch gain: by how much (range over those seeds) their last epoch improved "
             "the monitored validation value over the best earlier epoch; NaN evaluations: epochs whose "
             "predictions were not finite (metrics recorded as NaN, never selected; zoo.engine.divergence), "
             "and in how many seeds."]) + "\n"
+
+
+def _cpu_minutes(row) -> str:
+    if not row.cpu_known:
+        return "-"
+    share = "" if row.cpu_known == row.n else f" ({int(row.cpu_known)} of {int(row.n)})"
+    return f"{row.cpu_minutes:.1f}{share}"
 
 
 def _best_range(row) -> str:

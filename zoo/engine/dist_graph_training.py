@@ -197,7 +197,8 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
         metrics = {"dataset": recipe.dataset, "seed": seed, "trainers": trainers, "monitor": "val_loss",
                    "best_epoch": state["best_epoch"],
                    "epochs_run": state["epoch"], "stopped_early": state["stopped_early"],
-                   "train_seconds": state["train_seconds"], "curves": state["curves"], "final": final}
+                   "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"],
+                   "curves": state["curves"], "final": final}
         if not is_main():
             return {}
         text = yaml.safe_dump(recipe.to_dict(), sort_keys=False).encode()

@@ -93,7 +93,10 @@ def run_epochs(
     ``train_epoch(epoch)`` trains once and returns a row of scalars; ``evaluate()`` returns more
     (it must contain ``monitor``); ``mode`` is ``"min"`` or ``"max"``. Returns the loop state:
     ``epoch`` (epochs run), ``best_epoch``, ``best``, ``best_model`` (state dict), ``curves``
-    (one row per epoch), ``train_seconds`` and ``stopped_early``; :class:`TrainingDiverged` if no
+    (one row per epoch), ``train_seconds`` (wall clock of the training steps), ``train_cpu_seconds``
+    (the process's CPU time over all its threads in those steps, which a paused or shared machine
+    does not inflate; None for a run resumed from a checkpoint written before it was recorded) and
+    ``stopped_early``; :class:`TrainingDiverged` if no
     epoch's ``monitor`` was better than the start, i.e. every one was NaN. ``on_epoch_end(epoch, row)`` runs
     after each epoch (after its checkpoint, if one was written; ``checkpoint_every=0`` writes one
     every epoch). ``batch_checkpoints``: call ``train_epoch(epoch, batches)`` with a
@@ -103,9 +106,9 @@ def run_epochs(
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
     state = {"epoch": 0, "best": math.inf if mode == "min" else -math.inf, "best_epoch": -1, "bad_epochs": 0,
-             "best_model": cpu_state_dict(model), "curves": [], "train_seconds": 0.0}
+             "best_model": cpu_state_dict(model), "curves": [], "train_seconds": 0.0, "train_cpu_seconds": 0.0}
     last_path = Path(run_dir) / LAST
-    partial = None  # where a kill inside an epoch stopped: {"trained", "carry", "seconds"}
+    partial = None  # where a kill inside an epoch stopped: {"trained", "carry", "seconds", "cpu_seconds"}
     if last_path.exists():
         saved = load_checkpoint(last_path)
         model.load_state_dict(saved["model"])
@@ -114,6 +117,9 @@ def run_epochs(
                 obj.load_state_dict(obj_state)
         set_rng_state(saved["rng"])
         state, partial = saved["state"], saved.get("partial")
+        if partial and "cpu_seconds" not in partial:
+            state["train_cpu_seconds"] = None  # its epoch's CPU time so far is unknown
+        state.setdefault("train_cpu_seconds", None)  # written before CPU time was recorded
         if is_main():
             inside = f", batch {partial['trained']}" if partial else ""
             print(f"resuming {run_dir} from epoch {state['epoch']}{inside}")
@@ -136,11 +142,13 @@ def run_epochs(
     def save_inside(trained: int, carry: dict) -> None:
         now = time.perf_counter()
         if main and now - max(saved_at, started) >= checkpoint_every:
-            save(partial={"trained": trained, "carry": carry, "seconds": now - started})
+            save(partial={"trained": trained, "carry": carry, "seconds": now - started,
+                          "cpu_seconds": time.process_time() - cpu_started})
 
     try:
         while state["epoch"] < epochs and state["bad_epochs"] < patience:
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
+            cpu_started = time.process_time() - (partial.get("cpu_seconds", 0.0) if partial else 0.0)
             with overflow_is_divergence("training", state["epoch"], desc):
                 if batch_checkpoints:
                     start, carry = (partial["trained"], partial["carry"]) if partial else (0, {})
@@ -153,6 +161,8 @@ def run_epochs(
                 scheduler.step()
             seconds = time.perf_counter() - started
             state["train_seconds"] += seconds
+            if state["train_cpu_seconds"] is not None:
+                state["train_cpu_seconds"] += time.process_time() - cpu_started
             with overflow_is_divergence("evaluation", state["epoch"], desc):
                 evaluated = evaluate()
             row.update(evaluated)

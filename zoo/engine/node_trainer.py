@@ -168,7 +168,7 @@ def train_node_classifier(
         "epochs_run": state["epoch"],
         "stopped_early": state["stopped_early"],
         "num_parameters": sum(p.numel() for p in model.parameters()),
-        "train_seconds": state["train_seconds"],
+        "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"],
         "final": final,
         "curves": state["curves"],
         **({"diagnostics": diagnostics} if diagnostics else {}),
