@@ -194,8 +194,11 @@ def featurizer_from_spec(spec: dict | str | Featurizer, where: str | None = None
     or are missing, since weights trained on one layout cannot read another; other fields
     (library versions) may differ.
 
-    >>> featurizer_from_spec({"name": "ogb-smiles2graph", "ogb_version": "0.0"}).kind
+    >>> featurizer_from_spec({**FEATURIZER_SPEC, "ogb_version": "0.0"}).kind  # another OGB release, same layout
     'categorical'
+    >>> featurizer_from_spec({"name": "ogb-smiles2graph"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    zoo.data.cards.DatasetError: Featurizer mismatch, ...: atom_feature_dims: stored None, current [119, ...
     """
     if isinstance(spec, Featurizer):
         return spec

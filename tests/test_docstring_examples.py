@@ -1,0 +1,33 @@
+"""Every docstring example in zoo runs and prints what it says, so the examples users copy cannot
+drift from the code. Examples marked ``+SKIP`` need data, a network, a checkpoint or minutes; the
+tests of their modules cover them."""
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import zoo
+
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+def _examples(name: str) -> list[doctest.DocTest]:
+    tests = doctest.DocTestFinder().find(importlib.import_module(name), name)
+    return [test for test in tests if any(not ex.options.get(doctest.SKIP) for ex in test.examples)]
+
+
+MODULES = [m.name for m in pkgutil.walk_packages(zoo.__path__, "zoo.") if _examples(m.name)]
+
+
+def test_the_examples_are_found():
+    assert {"zoo.ops.qsoftmax", "zoo.analysis.paired_tests", "zoo.data.featurizers"} <= set(MODULES)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name, offline_env):
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    report = []
+    for test in _examples(name):
+        runner.run(test, out=report.append)
+    assert runner.summarize(verbose=False).failed == 0, "".join(report)
