@@ -245,7 +245,11 @@ def _check_paper_metric(table: ResultsTable, paper: Paper) -> None:
 def table_frame(table: ResultsTable, paper: Paper | None = None) -> pd.DataFrame:
     """The table as numbers for CSV: per dataset ``<d>``, ``<d>_sd``, ``<d>_n``; avg, avg_rank (over
     every complete dataset), picked; oracle rows last (no avg_rank). With ``paper``, also
-    ``<d>_paper``, ``<d>_paper_sd``, ``paper_row`` and avg / avg_rank over the paper's datasets."""
+    ``<d>_paper``, ``<d>_paper_sd``, ``paper_row`` and avg / avg_rank over the paper's datasets.
+
+    >>> table = results_table(collect_runs("runs/ltga16"), models=["gat", "ltga_edge"])  # doctest: +SKIP
+    >>> table_frame(table, paper=LTGA_PAPER).to_csv("ltga.csv")  # doctest: +SKIP
+    """
     rows = table.rows + list(table.oracles)
     frame = pd.DataFrame(index=pd.Index(rows, name="model"))
     mean, sd, n = (table.cells(stat, rows) for stat in ("mean", "std", "count"))

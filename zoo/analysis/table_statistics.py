@@ -69,6 +69,9 @@ def rank_analysis(table: ResultsTable, alpha: float = 0.05) -> dict:
     Returns ``{"datasets", "dropped" ({dataset: rows missing}), "ranks", "friedman", "cd"}``;
     ``friedman`` is None unless there are >= 3 rows and >= 2 complete datasets, ``cd`` is None
     unless there are >= 2 rows and >= 1 complete dataset.
+
+    >>> table = results_table(collect_runs("runs/ltga16"), models=["gat", "gatv2", "ltga_head"])  # doctest: +SKIP
+    >>> rank_analysis(table)["friedman"]  # doctest: +SKIP
     """
     complete = table.complete_datasets
     k, n = len(table.rows), len(complete)

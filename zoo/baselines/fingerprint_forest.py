@@ -17,7 +17,12 @@ TASKS = ("regression", "classification")
 
 
 def morgan_fingerprints(smiles: Sequence[str], radius: int = 2, n_bits: int = 2048) -> np.ndarray:
-    """Bit vectors ``[n, n_bits]`` (uint8) of the Morgan / ECFP fingerprint of each SMILES."""
+    """Bit vectors ``[n, n_bits]`` (uint8) of the Morgan / ECFP fingerprint of each SMILES.
+
+    >>> bits = morgan_fingerprints(["CCO", "c1ccccc1O"])
+    >>> bits.shape, bits.dtype.name
+    ((2, 2048), 'uint8')
+    """
     generator = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     rows = []
     for i, s in enumerate(smiles):
@@ -35,6 +40,10 @@ def fit_predict_forest(train_smiles: Sequence[str], train_targets, test_smiles: 
 
     ``train_targets`` is ``[n]`` or ``[n, T]``; returns ``[m, T]`` float64 (the positive-class
     probability for classification).
+
+    >>> fit_predict_forest(["CCO", "CCCO", "CCCCO", "c1ccccc1"], [1.0, 2.0, 3.0, 6.0], ["CCCCCO"],
+    ...                    n_estimators=10).shape
+    (1, 1)
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")

@@ -65,7 +65,11 @@ def cards_dirs() -> list[Path]:
 
 
 def list_cards() -> list[str]:
-    """Names of all dataset cards (shipped and ``$ZOO_CARDS``), sorted."""
+    """Names of all dataset cards (shipped and ``$ZOO_CARDS``), sorted.
+
+    >>> "cora" in list_cards(), "zinc_smiles" in list_cards()
+    (True, True)
+    """
     return sorted({path.stem for folder in cards_dirs() for path in folder.glob("*.yaml")})
 
 
@@ -97,6 +101,10 @@ def load_card(name: str) -> dict:
     Names are matched case-insensitively and ``-`` equals ``_`` ("Roman-Empire" is
     ``roman_empire``). An unknown name raises :class:`DatasetNotFoundError` naming the
     nearest card; a card that breaks the schema (datasets/README.md) raises :class:`DatasetError`.
+
+    >>> card = load_card("Cora")
+    >>> card["name"], card["task"]
+    ('cora', 'node_classification')
     """
     key = str(name).strip().lower().replace("-", "_")
     path = card_path(key)

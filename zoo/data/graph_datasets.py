@@ -50,6 +50,9 @@ def load_graph_dataset(
     featurizes the SMILES of a ``csv`` or ``dgllife`` source; default: the card's ``featurizer``.
     Another featurizer than the card's picks the card's first such source (molhiv: its csv
     fallback); a card without one refuses it, since ``dgl`` and ``ogb`` sources come featurized.
+
+    >>> data = load_graph_dataset("molhiv", limit=500, pe={"rwse_k": 16})  # ZOO_DATA or a download  # doctest: +SKIP
+    >>> loaders = make_dataloaders(data, batch_size=32)  # doctest: +SKIP
     """
     card = load_card(name)
     if card["task"] not in GRAPH_TASKS:

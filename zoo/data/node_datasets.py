@@ -59,6 +59,10 @@ def load_node_dataset(
     Raw files come from ``data_root`` (default ``$ZOO_DATA``, never written to), else the
     cache ``cache_root`` (default ``$ZOO_CACHE``, else ~/.cache/zoo), else a download unless
     ``offline`` (default: ``$ZOO_OFFLINE`` is 1/true). See :mod:`zoo.data.mirror`.
+
+    >>> data = load_node_dataset("texas", split=3)  # ZOO_DATA or a download  # doctest: +SKIP
+    >>> data.graph.num_nodes(), data.num_classes  # doctest: +SKIP
+    (183, 5)
     """
     card = load_card(name)
     if card["task"] != "node_classification":

@@ -45,6 +45,8 @@ def download(url: str, dest: str | Path, sha256: str | None, progress: bool = Tr
     ``sha256`` is the expected hex digest: a mismatch deletes the download and raises
     :class:`ChecksumMismatchError`. ``None`` skips the check (the caller must verify the returned
     digest). ``offline`` (default: ``$ZOO_OFFLINE``) refuses without touching the network.
+
+    >>> download("https://example.org/data.csv", "cache/data.csv", sha256="9f86d0...")  # doctest: +SKIP
     """
     dest = Path(dest)
     if offline is None:

@@ -45,7 +45,11 @@ def scaffold_split(
     include_chirality: bool = True,
     progress: bool = False,
 ) -> dict[str, list[int]]:
-    """Split positions ``0..len(smiles)-1`` into ``{"train", "val", "test"}`` by scaffold."""
+    """Split positions ``0..len(smiles)-1`` into ``{"train", "val", "test"}`` by scaffold.
+
+    >>> scaffold_split(["c1ccccc1O", "c1ccccc1N", "C1CCCCC1O", "CCO", "CCN"], 0.6, 0.2)  # 0, 1: benzene
+    {'train': [2, 3, 4], 'val': [0, 1], 'test': []}
+    """
     scaffolds = [
         murcko_scaffold(s, include_chirality)
         for s in show_progress(smiles, "scaffolds", enabled=progress, unit="molecules")

@@ -39,6 +39,11 @@ def model_card(name: str, model: torch.nn.Module, recipe: Recipe, metrics: dict,
     the spec of the featurizer of the training data; the model arguments it implies (e.g.
     dgllife's ``atom_features``) join ``model_args``. ``extra`` keys (e.g. a fine-tuned model's
     ``parent``) are added as given.
+
+    >>> card = model_card("my_zinc", model, recipe, metrics, environment, num_outputs=1,  # as export_run
+    ...                   split={"split_source": metrics["split_source"]}, target_columns=["penalized_logp"],
+    ...                   command="python tools/train.py recipes/zinc_siggate.yaml --seeds 0")  # doctest: +SKIP
+    >>> save_pretrained(model, card, "checkpoints/my_zinc.safetensors")  # doctest: +SKIP
     """
     inputs = featurizer_from_spec(featurizer).model_inputs() if featurizer else {}
     card = {
@@ -74,6 +79,10 @@ def export_run(run_dir, name: str, command: str, directory=None) -> Path:
     that would not retrain the run (:mod:`zoo.engine.card_command`; an empty one records none).
     ``best.pt`` is read with ``weights_only=True``: a file that holds more than tensors and plain
     data is refused.
+
+    >>> export_run("runs/zinc_siggate/<config-hash>/seed0", "my_zinc",  # a finished run  # doctest: +SKIP
+    ...            "python tools/train.py recipes/zinc_siggate.yaml --seeds 0", directory="checkpoints")
+    PosixPath('checkpoints/my_zinc.safetensors')
     """
     run_dir = Path(run_dir)
     if not _NAME.fullmatch(name) or name.endswith((".pt", ".safetensors", ".json")):

@@ -92,6 +92,13 @@ def save_pretrained(model: torch.nn.Module, card: dict, path, *, max_bytes: int 
     rebuild a model with the same weight names and shapes; the card must be plain JSON data. It
     gains ``weights_sha256``, ``num_parameters`` and its ``sha256`` record (an old one is replaced).
     ``max_bytes``: refuse, before writing, weights larger than this. Each file is written atomically.
+
+    >>> import os, tempfile
+    >>> model = load_pretrained("zinc_siggate")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = save_pretrained(model, model.card, os.path.join(folder, "copy.safetensors"))
+    ...     sorted(os.listdir(folder)), load_pretrained(path).card["num_parameters"]
+    (['copy.json', 'copy.safetensors'], 617733)
     """
     path = Path(path)
     if path.suffix not in (".safetensors", ".json"):
@@ -118,6 +125,10 @@ def load_pretrained(name_or_path, *, check_featurizer: bool = True, directory=No
     legacy ``.pt`` file). The card and weights digests are checked first. ``check_featurizer``:
     refuse weights whose molecule featurizer differs from this installation's (see
     :func:`zoo.data.featurizer_from_spec`).
+
+    >>> model = load_pretrained("zinc_siggate")  # shipped with the package
+    >>> model.training, model.card["num_parameters"], model.card["task"]
+    (False, 617733, 'graph_regression')
     """
     path = _resolve(name_or_path, directory)
     card, state = _read_legacy(path) if path.suffix == ".pt" else _read_verified(path)

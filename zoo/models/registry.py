@@ -150,7 +150,11 @@ def register_remote_pretrained(name: str, **entry: str) -> RemoteCheckpoint:
 
 def list_models(pretrained: bool = False) -> list[str]:
     """Names of all registered architectures, sorted; with ``pretrained=True`` the names of the
-    pretrained checkpoints instead, shipped and remote (what :func:`zoo.load_pretrained` accepts)."""
+    pretrained checkpoints instead, shipped and remote (what :func:`zoo.load_pretrained` accepts).
+
+    >>> "siggate_gt" in list_models(), "zinc_siggate" in list_models(pretrained=True)
+    (True, True)
+    """
     return sorted({*pretrained_names(), *REMOTE_PRETRAINED}) if pretrained else sorted(_MODELS)
 
 
@@ -197,5 +201,10 @@ def check_model_arguments(name: str, **kwargs) -> None:
 
 
 def create_model(name: str, **kwargs) -> torch.nn.Module:
-    """Build a registered model: ``create_model("gat", in_feats=1433, num_classes=7, heads=8)``."""
+    """Build a registered model (:func:`list_models`; :func:`zoo.models.model_arguments` lists its keys).
+
+    >>> model = create_model("gat", in_feats=1433, num_classes=7, heads=8)  # Cora-sized
+    >>> type(model).__name__, sum(p.numel() for p in model.parameters())
+    ('GAT', 764072)
+    """
     return _builder(name)(**kwargs)

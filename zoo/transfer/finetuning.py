@@ -61,6 +61,10 @@ def finetune(pretrained, data, smiles_col: str = "smiles", target_cols: Sequence
     dropout stay frozen). Invalid SMILES are skipped and reported once (``strict=True``: an
     error). Existing ``<out>/seed<k>/`` folders are replaced. Returns what ``<out>/metrics.json``
     holds.
+
+    >>> summary = finetune("zinc_siggate", "my_solubility.csv", "smiles", ["logS"], epochs=30,  # doctest: +SKIP
+    ...                    seeds=range(5), split="scaffold", out="runs/finetune/logS")
+    >>> summary["per_seed"]["0"]["test"]["rmse"]  # doctest: +SKIP
     """
     if task not in TASKS:
         raise TransferError(f"task must be one of {list(TASKS)}, got {task!r}")

@@ -99,6 +99,10 @@ def predict(model, smiles: Sequence[str] | str, *, batch_size: int = 128, strict
 
     Invalid or empty SMILES are skipped (NaN rows) and listed in ``report``; with ``strict=True``
     they raise :class:`InvalidSmilesError`, as does an input where none is valid.
+
+    >>> out = predict("zinc_siggate", ["CCO", "c1ccccc1O", "not a smiles"], progress=False)
+    >>> out.values.shape, [bad.row for bad in out.report], str(out.values[2, 0])  # the invalid row is NaN
+    ((3, 1), [2], 'nan')
     """
     model = resolve_model(model)
     smiles = [smiles] if isinstance(smiles, str) else list(smiles)
