@@ -1,7 +1,8 @@
 """Every ``python tools/<tool>.py ...`` command in README and in the tools' own docstrings parses
 with that tool's arguments, so a renamed or removed option cannot leave a documented command
-behind; and every recipe, card and module README names exists. Only the parse is checked (nothing is trained or read); commands with placeholders
-(``<...>``, ``...``, ``$(...)``) or an option synopsis (``[--x]``) are left out."""
+behind, and every recipe, card and module README names exists. Only the parse is checked
+(nothing is trained or read); commands with placeholders (``<...>``, ``...``, ``$(...)``) or an
+option synopsis (``[--x]``) are left out."""
 import argparse
 import ast
 import re
