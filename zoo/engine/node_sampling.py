@@ -33,7 +33,8 @@ def graph_layers(model: nn.Module) -> list[nn.Module]:
     """The model's graph layers in registration order: the outermost submodules whose ``forward``
     takes the graph first (a parameter named ``graph`` or ``g``).
 
-    >>> [type(m).__name__ for m in graph_layers(create_model("gat", in_feats=4, num_classes=2))]  # doctest: +SKIP
+    >>> from zoo.models import create_model
+    >>> [type(m).__name__ for m in graph_layers(create_model("gat", in_feats=4, num_classes=2))]
     ['GATConv', 'GATConv']
     """
     found: list[tuple[str, nn.Module]] = []

@@ -24,8 +24,9 @@ weights hash checked; their card has no digest, so a FutureWarning asks to conve
 ``save_pretrained(model, model.card, "NAME.safetensors")``. Only the new format is written.
 Export of a training run is :mod:`zoo.engine.export`.
 
->>> model = load_pretrained("zinc_siggate")                      # doctest: +SKIP
->>> model.card["metrics"]["test"]                                # doctest: +SKIP
+>>> model = load_pretrained("zinc_siggate")
+>>> round(model.card["metrics"]["test"]["mae"], 4)  # as trained, recorded in its card
+0.069
 """
 from __future__ import annotations
 

@@ -176,7 +176,7 @@ def _builder(name: str):
 def model_arguments(name: str) -> dict[str, Argument]:
     """The recipe-settable keyword arguments of a model: type, default and declared ranges.
 
-    >>> model_arguments("gat")["dropout"].ranges         # doctest: +SKIP
+    >>> model_arguments("gat")["dropout"].ranges
     (Interval(low=0, high=1, low_open=False, high_open=True),)
     """
     return {key: argument for key, argument in _arguments(_builder(name)).items()
