@@ -132,8 +132,10 @@ def last_hidden_representation(model: nn.Module, graph: dgl.DGLGraph, features: 
     features themselves (a one-layer model has no hidden layer). Sparse inputs are passed over.
     The model's mode is left as it is (call ``model.eval()`` first: dropout would perturb it).
 
-    >>> from zoo.models import create_model  # doctest: +SKIP
-    >>> last_hidden_representation(create_model("gcn", in_feats=8, num_classes=3), graph, x).shape  # doctest: +SKIP
+    >>> import dgl
+    >>> from zoo.models import create_model
+    >>> graph, x = dgl.add_self_loop(dgl.rand_graph(60, 200)), torch.randn(60, 8)
+    >>> last_hidden_representation(create_model("gcn", in_feats=8, num_classes=3).eval(), graph, x).shape
     torch.Size([60, 64])
     """
     layers = [m for child in model.children()

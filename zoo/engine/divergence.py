@@ -55,9 +55,11 @@ def nonfinite_rows(output: torch.Tensor) -> int:
 def record_divergence(seed_dir: Path, recipe: str, seed: int, err: TrainingDiverged) -> None:
     """Write ``seed_dir/diverged.json``: this seed's run ended in :class:`TrainingDiverged` ``err``.
 
-    >>> record_divergence(seed_dir, "cora_gat", 0, TrainingDiverged("training diverged: ..."))  # doctest: +SKIP
-    >>> recorded_divergence(seed_dir)  # doctest: +SKIP
-    'training diverged: ...'
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as seed_dir:
+    ...     record_divergence(seed_dir, "cora_gat", 0, TrainingDiverged("training diverged: the loss is nan"))
+    ...     recorded_divergence(seed_dir)
+    'training diverged: the loss is nan'
     """
     write_json({"recipe": recipe, "seed": seed, "message": str(err)}, Path(seed_dir) / DIVERGED)
 

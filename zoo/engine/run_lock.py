@@ -80,8 +80,12 @@ def holder_of(seed_dir: str | Path) -> str | None:
     """The pid of the process training ``seed_dir`` now (holding its lock), read from
     ``/proc/locks`` without taking the lock; None if none does, or where it cannot tell.
 
-    >>> holder_of("runs/zinc_cpu/zinc_cpu_g1/0123456789/seed0")  # doctest: +SKIP
-    '5275'
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as seed_dir:
+    ...     free = holder_of(seed_dir)
+    ...     with hold_seed(seed_dir):
+    ...         free, holder_of(seed_dir) == str(os.getpid())
+    (None, True)
     """
     with contextlib.suppress(OSError):
         return _holder(os.stat(seed_dir).st_ino)
