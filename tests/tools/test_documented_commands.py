@@ -1,6 +1,6 @@
 """Every ``python tools/<tool>.py ...`` command in README and in the tools' own docstrings parses
 with that tool's arguments, so a renamed or removed option cannot leave a documented command
-behind, and every recipe, card and module README names exists. Only the parse is checked
+behind (tests/test_readme.py checks that the files README names exist). Only the parse is checked
 (nothing is trained or read); commands with placeholders (``<...>``, ``...``, ``$(...)``) or an
 option synopsis (``[--x]``) are left out."""
 import argparse
@@ -71,22 +71,3 @@ def test_documented_command_parses(where, tool, arguments, monkeypatch, capsys):
         except SystemExit:
             pytest.fail(f"{where}: `python tools/{tool}.py {arguments}` does not parse: {capsys.readouterr().err}")
 
-
-NOT_OURS = {"tools/launch.py"}  # DGL's launcher, which README names as such
-
-
-def _expand(text: str) -> list[str]:
-    """``text`` with its ``{a,b}`` braces expanded as bash expands them."""
-    match = re.search(r"\{([^{}]*,[^{}]*)\}", text)
-    if match is None:
-        return [text]
-    return [path for choice in match.group(1).split(",")
-            for path in _expand(text[:match.start()] + choice + text[match.end():])]
-
-
-def test_the_files_readme_names_exist():
-    readme = (ROOT / "README.md").read_text()
-    named = {path for raw in re.findall(r"(?:recipes|datasets)/[\w{},/.-]*\.yaml", readme) for path in _expand(raw)}
-    named |= set(re.findall(r"\b(?:zoo|tools|tests)/[\w/]*\.py", readme)) - NOT_OURS
-    assert len(named) > 200
-    assert sorted(path for path in named if not (ROOT / path).is_file()) == []
