@@ -17,17 +17,17 @@ def _examples(name: str) -> list[doctest.DocTest]:
     return [test for test in tests if any(not ex.options.get(doctest.SKIP) for ex in test.examples)]
 
 
-MODULES = [m.name for m in pkgutil.walk_packages(zoo.__path__, "zoo.") if _examples(m.name)]
+EXAMPLES = {m.name: tests for m in pkgutil.walk_packages(zoo.__path__, "zoo.") if (tests := _examples(m.name))}
 
 
 def test_the_examples_are_found():
-    assert {"zoo.ops.qsoftmax", "zoo.analysis.paired_tests", "zoo.data.featurizers"} <= set(MODULES)
+    assert {"zoo.ops.qsoftmax", "zoo.analysis.paired_tests", "zoo.data.featurizers"} <= set(EXAMPLES)
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_docstring_examples_run(name, offline_env):
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     report = []
-    for test in _examples(name):
+    for test in EXAMPLES[name]:
         runner.run(test, out=report.append)
     assert runner.summarize(verbose=False).failed == 0, "".join(report)

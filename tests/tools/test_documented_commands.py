@@ -5,6 +5,7 @@ behind (tests/test_readme.py checks that the files README names exist). Only the
 option synopsis (``[--x]``) are left out."""
 import argparse
 import ast
+import functools
 import re
 import shlex
 
@@ -44,6 +45,7 @@ def _commands() -> list[tuple[str, str, str]]:
 
 
 COMMANDS = _commands()
+_tool = functools.cache(load_tool)  # each tool's module loaded once, not once per command
 
 
 class _Parsed(Exception):
@@ -67,7 +69,7 @@ def test_documented_command_parses(where, tool, arguments, monkeypatch, capsys):
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
     with pytest.raises(_Parsed):
         try:
-            load_tool(tool).main(shlex.split(arguments))
+            _tool(tool).main(shlex.split(arguments))
         except SystemExit:
             pytest.fail(f"{where}: `python tools/{tool}.py {arguments}` does not parse: {capsys.readouterr().err}")
 
