@@ -17,15 +17,17 @@ def _examples(name: str) -> list[doctest.DocTest]:
     return [test for test in tests if any(not ex.options.get(doctest.SKIP) for ex in test.examples)]
 
 
-EXAMPLES = {m.name: tests for m in pkgutil.walk_packages(zoo.__path__, "zoo.") if (tests := _examples(m.name))}
+MODULES = ["zoo"] + [m.name for m in pkgutil.walk_packages(zoo.__path__, "zoo.")]
+EXAMPLES = {name: tests for name in MODULES if (tests := _examples(name))}
 
 
 def test_the_examples_are_found():
-    assert {"zoo.ops.qsoftmax", "zoo.analysis.paired_tests", "zoo.data.featurizers"} <= set(EXAMPLES)
+    assert {"zoo", "zoo.ops.qsoftmax", "zoo.analysis.paired_tests", "zoo.data.featurizers"} <= set(EXAMPLES)
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_docstring_examples_run(name, offline_env):
+def test_docstring_examples_run(name, offline_env, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # examples that save files (zoo.save_pretrained) write them here
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     report = []
     for test in EXAMPLES[name]:

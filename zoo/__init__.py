@@ -1,11 +1,14 @@
 """zoo: a DGL model zoo for sparse and gated graph attention.
 
 >>> import zoo
->>> model = zoo.create_model("siggate_gt", num_outputs=1, dim=16, heads=2, layers=1)  # doctest: +SKIP
->>> zoo.list_models(pretrained=True)                     # shipped checkpoints  # doctest: +SKIP
->>> model = zoo.load_pretrained("zinc_siggate")          # eval mode, card in model.card  # doctest: +SKIP
->>> zoo.save_pretrained(model, model.card, "my_model.safetensors")  # and my_model.json  # doctest: +SKIP
->>> zoo.predict(model, ["CCO", "c1ccccc1O"]).values      # [2, T] in the target's units  # doctest: +SKIP
+>>> model = zoo.create_model("siggate_gt", num_outputs=1, dim=64, heads=4, layers=2)
+>>> "zinc_siggate" in zoo.list_models(pretrained=True)  # shipped checkpoints
+True
+>>> model = zoo.load_pretrained("zinc_siggate")          # eval mode, card in model.card
+>>> zoo.save_pretrained(model, model.card, "my_model.safetensors").name  # and my_model.json
+'my_model.safetensors'
+>>> zoo.predict(model, ["CCO", "c1ccccc1O"]).values.shape  # [2, T] in the target's units
+(2, 1)
 >>> zoo.finetune("zinc_siggate", "my.csv", "smiles", ["logS"], epochs=30, seeds=range(5))  # doctest: +SKIP
 
 The functions are imported on first use, so ``import zoo`` itself stays light.

@@ -58,7 +58,12 @@ def edge_weighted_sum(graph, weights: torch.Tensor, feat: torch.Tensor) -> torch
     Differentiable in both. Equals ``graph.update_all(fn.u_mul_e("h", "a", "m"), fn.sum("m", "h"))``
     with ``a = weights[..., None]``.
 
-    >>> out = edge_weighted_sum(graph, attention, projected)    # doctest: +SKIP
+    >>> import dgl
+    >>> graph = dgl.graph(([0, 1, 1], [1, 0, 1]))          # edges 0->1, 1->0, 1->1
+    >>> attention = torch.tensor([[0.25], [1.0], [0.75]])  # [E, H], one head
+    >>> projected = torch.tensor([[[4.0]], [[8.0]]])       # [N, H, F], one feature
+    >>> edge_weighted_sum(graph, attention, projected).squeeze()  # node 0: 1.0*8; node 1: 0.25*4 + 0.75*8
+    tensor([8., 7.])
     """
     if weights.dim() != 2 or weights.shape[0] != graph.num_edges():
         raise ZooOpError(f"weights has shape {list(weights.shape)}; expected [{graph.num_edges()}, H] "
