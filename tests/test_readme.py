@@ -1,7 +1,11 @@
-"""README's commands and prose name files that exist, and its code blocks are closed where they should be."""
+"""README's commands and prose name files that exist, its code blocks are closed where they should be,
+and its Python examples (```pycon blocks) run and print what they show."""
+import doctest
 import glob
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -40,3 +44,21 @@ def test_code_fences_open_and_close_on_lines_of_their_own():
     opened = [line.strip() for _, line in fences][::2]
     closed = [line.strip() for _, line in fences][1::2]
     assert len(opened) == len(closed) and set(closed) <= {"```"}, "README has an unclosed code block"
+
+
+PYCON = re.findall(r"^```pycon\n(.*?)^```$", README, flags=re.S | re.M)
+
+
+def test_python_examples_are_doctests():
+    assert len(PYCON) >= 3  # the pretrained-model, edge_qsoftmax and edge_gatv2_logits examples
+    assert "```python" not in README, "write README's Python examples as ```pycon blocks (>>> lines), so they are run"
+
+
+@pytest.mark.parametrize("number", range(len(PYCON)))
+def test_python_example_runs(number, offline_env, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    test = doctest.DocTestParser().get_doctest(PYCON[number], {}, f"README pycon block {number + 1}", "README.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report = []
+    runner.run(test, out=report.append)
+    assert runner.summarize(verbose=False).failed == 0, "".join(report)
