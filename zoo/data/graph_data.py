@@ -4,8 +4,12 @@ A :class:`GraphData` holds a list of DGL graphs, float32 targets ``[n, T]`` (NaN
 label) and a split ``{"train", "val", "test"} -> index tensor``; :func:`make_dataloaders` gives one
 DataLoader per split whose batches are ``(dgl.batch(graphs), targets [B, T])``.
 
->>> loaders = make_dataloaders(data, batch_size=32)  # doctest: +SKIP
->>> graph, y = next(iter(loaders["train"]))  # a dgl.batch()ed graph and targets [32, 1]  # doctest: +SKIP
+>>> from zoo.data import load_graph_dataset
+>>> data = load_graph_dataset("zinc_smiles", limit=200, pe={"rwse_k": 16})  # ZOO_DATA or a download
+>>> loaders = make_dataloaders(data, batch_size=32)
+>>> graph, y = next(iter(loaders["train"]))  # a dgl.batch()ed graph and targets [32, 1]
+>>> graph.batch_size, y.shape, sorted(graph.ndata)
+(32, torch.Size([32, 1]), ['feat', 'rwse'])
 """
 from __future__ import annotations
 

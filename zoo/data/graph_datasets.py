@@ -6,7 +6,9 @@ second source under ``fallback`` (with its own ``split``), used when the first i
 offline. Raw files come from ``$ZOO_DATA`` (never written to), else the cache ``$ZOO_CACHE``, else
 a download unless ``$ZOO_OFFLINE`` (see :mod:`zoo.data.mirror`).
 
->>> data = load_graph_dataset("zinc_smiles", limit=200, pe={"rwse_k": 16})  # doctest: +SKIP
+>>> data = load_graph_dataset("zinc_smiles", limit=200, pe={"rwse_k": 16})
+>>> data.task, data.num_tasks
+('graph_regression', 1)
 """
 from __future__ import annotations
 
@@ -51,8 +53,10 @@ def load_graph_dataset(
     Another featurizer than the card's picks the card's first such source (molhiv: its csv
     fallback); a card without one refuses it, since ``dgl`` and ``ogb`` sources come featurized.
 
-    >>> data = load_graph_dataset("molhiv", limit=500, pe={"rwse_k": 16})  # ZOO_DATA or a download  # doctest: +SKIP
-    >>> loaders = make_dataloaders(data, batch_size=32)  # doctest: +SKIP
+    >>> data = load_graph_dataset("molhiv", limit=500, pe={"rwse_k": 16})  # ZOO_DATA or a download
+    >>> from zoo.data import make_dataloaders
+    >>> sorted(make_dataloaders(data, batch_size=32))
+    ['test', 'train', 'val']
     """
     card = load_card(name)
     if card["task"] not in GRAPH_TASKS:

@@ -60,8 +60,8 @@ def load_node_dataset(
     cache ``cache_root`` (default ``$ZOO_CACHE``, else ~/.cache/zoo), else a download unless
     ``offline`` (default: ``$ZOO_OFFLINE`` is 1/true). See :mod:`zoo.data.mirror`.
 
-    >>> data = load_node_dataset("texas", split=3)  # ZOO_DATA or a download  # doctest: +SKIP
-    >>> data.graph.num_nodes(), data.num_classes  # doctest: +SKIP
+    >>> data = load_node_dataset("texas", split=3)  # ZOO_DATA or a download
+    >>> data.graph.num_nodes(), data.num_classes
     (183, 5)
     """
     card = load_card(name)
