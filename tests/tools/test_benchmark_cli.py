@@ -1,5 +1,6 @@
 """tools/benchmark.py and its harnesses in tools/benchmarks/ (tiny sizes: no timing is asserted)."""
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -228,3 +229,20 @@ def test_bad_gps_inputs_are_one_error_line(argv, message, capsys):
     assert benchmark_cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+SIGGATE_RECIPES = sorted((Path(__file__).resolve().parents[2] / "recipes").glob("*_siggate.yaml"))
+
+
+@pytest.mark.parametrize("recipe", SIGGATE_RECIPES, ids=[path.stem for path in SIGGATE_RECIPES])
+def test_gps_configs_of_every_siggate_recipe_build_both_models(recipe):
+    """The ungated row drops exactly the gate's keys: ``gate_weight_init`` (added to the recipes
+    after the benchmark's own list of gate keys) once made ``--recipe`` with ``--models gps`` fail."""
+    from tools.benchmarks.models import gps_configs
+    from zoo.models.registry import check_model_arguments
+
+    assert len(SIGGATE_RECIPES) >= 6
+    ungated, gated = gps_configs(str(recipe))
+    assert {key for key in set(gated) - set(ungated)} == {key for key in gated if key.startswith("gate")}
+    check_model_arguments("gps", **ungated)
+    check_model_arguments("siggate_gt", **gated)

@@ -27,7 +27,7 @@ from zoo.data import load_graph_dataset, make_dataloaders
 from zoo.engine.allocator import allocator_setting
 from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer, masked_loss, update
 from zoo.engine.recipe import RecipeError, load_recipe
-from zoo.models.registry import create_model
+from zoo.models.registry import create_model, model_arguments
 from zoo.ops import edge_gatv2_logits, edge_weighted_sum
 
 
@@ -222,7 +222,6 @@ def random_molecules(count: int, atoms: int | tuple[int, int] = 23, bonds: int =
 
 
 GPS_DEFAULT = dict(dim=64, heads=8, layers=10, local="gine", pe="lap+rwse", lap_k=8, rwse_k=20, pool="sum")
-GATE_KEYS = ("gate", "gate_per_head", "gate_activation", "gate_bias_init")
 NORMALISER_OPTIONS = {  # sparsegate_gt's global attention as recipes/*_sparsegate_*.yaml set it
     "qsoftmax": dict(normaliser="qsoftmax", q_mode="head"),
     "entmax": dict(normaliser="entmax", alpha=1.5, alpha_mode="head"),
@@ -276,14 +275,18 @@ def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
 
     Without ``recipe``: the session-2 setting (GINE, LapPE 8 + RWSE 20, per-head output gate).
     With ``recipe`` (a SigGate-GT recipe, e.g. ``recipes/zinc_siggate.yaml``): its model section
-    exactly, and the same model without the gate keys for ``gps``.
+    exactly, and for ``gps`` the same model less the keys ``gps`` does not take (the gate's).
+
+    >>> sorted(set(gps_configs("recipes/molhiv_siggate.yaml")[1]) - set(gps_configs("recipes/molhiv_siggate.yaml")[0]))
+    ['gate', 'gate_activation', 'gate_bias_init', 'gate_per_head', 'gate_weight_init']
     """
     if recipe is None:
         return dict(GPS_DEFAULT), dict(GPS_DEFAULT, gate="output")
     model = dict(load_recipe(recipe).model)
     if model.pop("name") != "siggate_gt":
         raise RecipeError(f"{recipe} is not a siggate_gt recipe; give one such as recipes/zinc_siggate.yaml")
-    return {k: v for k, v in model.items() if k not in GATE_KEYS}, model
+    ungated = model_arguments("gps")
+    return {k: v for k, v in model.items() if k in ungated}, model
 
 
 def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = None,
