@@ -1,14 +1,17 @@
 """Every docstring example in zoo runs and prints what it says, so the examples users copy cannot
-drift from the code. Examples marked ``+SKIP`` need data, a network, a checkpoint or minutes; the
-tests of their modules cover them."""
+drift from the code. They run as from the repository's root (its recipes and the run records in
+git) with the offline data; examples marked ``+SKIP`` need a network, a run's weights, state they
+would leave behind (a registered model) or minutes, and the tests of their modules cover them."""
 import doctest
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
 import zoo
 
+ROOT = Path(__file__).resolve().parents[1]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
@@ -27,6 +30,8 @@ def test_the_examples_are_found():
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_docstring_examples_run(name, offline_env, tmp_path, monkeypatch):
+    for folder in ("recipes", "runs"):  # as from the repository's root: its recipes and run records
+        (tmp_path / folder).symlink_to(ROOT / folder)
     monkeypatch.chdir(tmp_path)  # examples that save files (zoo.save_pretrained) write them here
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     report = []

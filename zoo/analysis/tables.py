@@ -205,8 +205,12 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
     the validation mean a tuned row picks on to those seeds. ``oracle`` maps a row name to a glob
     whose best model by mean test main metric fills each cell (shown, never ranked or tested).
 
-    >>> table = results_table(collect_runs("runs"), models=["gat"], reference="ltga_edge")  # doctest: +SKIP
-    >>> table.mean.round(2)                                                                  # doctest: +SKIP
+    >>> from zoo.analysis.runs import collect_runs
+    >>> table = results_table(collect_runs(["runs/ltga16/cora_gat", "runs/ltga16/cora_gatv2"]), models=["gat", "gatv2"])
+    >>> table.mean.round(2)  # test accuracy in %, over the 10 seeds on record
+            cora
+    gat    81.49
+    gatv2  81.48
     """
     df = _scores(df, metric, split, oracle=bool(oracle))
     rows, matched, oracles = _rows(sorted(df.model.unique()), models, tuned or {}, reference, oracle or {})
