@@ -104,7 +104,12 @@ def load_csv_dataset(
     molecules) or ``"random"`` (seeded permutation). ``metric`` defaults to ``mae`` for
     regression and ``roc_auc`` for classification.
 
-    >>> data = load_csv_dataset("my_mols.csv", "smiles", ["pIC50"])  # doctest: +SKIP
+    >>> from pathlib import Path
+    >>> rows = [f"{smiles},{i / 10}" for i, smiles in enumerate(["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O"] * 2)]
+    >>> _ = Path("my_mols.csv").write_text("\\n".join(["smiles,pIC50", *rows]) + "\\n")
+    >>> data = load_csv_dataset("my_mols.csv", "smiles", ["pIC50"], split="random", progress=False)
+    >>> data.task, {name: len(rows) for name, rows in data.split.items()}
+    ('graph_regression', {'train': 8, 'val': 1, 'test': 1})
     """
     if task not in GRAPH_TASKS:
         raise ValueError(f"task must be one of {GRAPH_TASKS}, got {task!r}")

@@ -4,8 +4,12 @@ the rows skipped for invalid SMILES; and penalized logP, a target computed from 
 The featurizer is an object (:mod:`zoo.data.featurizers`), by default OGB's ``smiles2graph``
 layout; a dataset card, recipe or checkpoint card names the one to use.
 
->>> dgllife = featurizer_from_spec("dgllife-canonical")  # doctest: +SKIP
->>> table = read_smiles_csv("mols.csv", "smiles", ["y"], featurizer=dgllife)  # doctest: +SKIP
+>>> from pathlib import Path
+>>> _ = Path("mols.csv").write_text("smiles,y\\nCCO,1.0\\nc1ccccc1,2.5\\n")
+>>> dgllife = featurizer_from_spec("dgllife-canonical")
+>>> table = read_smiles_csv("mols.csv", "smiles", ["y"], featurizer=dgllife)
+>>> table.graphs[0].ndata["feat"].shape  # ethanol's 3 heavy atoms, dgllife's 74 atom features
+torch.Size([3, 74])
 """
 from __future__ import annotations
 
@@ -107,7 +111,11 @@ def read_smiles_csv(
     an error. ``limit`` reads only the first ``limit`` data rows.
     Blank lines are skipped and not counted as rows; ``line`` is the true file line all the same.
 
-    >>> graphs, targets, rows, report, smiles = read_smiles_csv("mols.csv", "smiles", ["y"])  # doctest: +SKIP
+    >>> from pathlib import Path
+    >>> _ = Path("mols.csv").write_text("smiles,y\\nCCO,1.0\\nc1ccccc1,2.5\\nnot a smiles,0.0\\n")
+    >>> graphs, targets, rows, report, smiles = read_smiles_csv("mols.csv", "smiles", ["y"])
+    >>> targets.tolist(), smiles, [(bad.line, bad.smiles) for bad in report]
+    ([[1.0], [2.5]], ['CCO', 'c1ccccc1'], [(4, 'not a smiles')])
     """
     path = Path(path)
     target_cols = [target_cols] if isinstance(target_cols, str) else list(target_cols)

@@ -1,9 +1,9 @@
 """Predict with a zoo checkpoint on new SMILES, featurized by the featurizer its card names (OGB's
 or dgllife's) and encoded exactly as in training.
 
->>> preds = predict("my_model.safetensors", ["CCO", "c1ccccc1", "not a smiles"])  # doctest: +SKIP
->>> preds.values.shape, preds.columns, [bad.reason for bad in preds.report]  # doctest: +SKIP
-((3, 1), ['logS'], ['RDKit parse failure: syntax error (e.g. unclosed ring or bad token)'])
+>>> preds = predict("zinc_siggate", ["CCO", "c1ccccc1", "not a smiles"])  # a shipped name, or a .safetensors path
+>>> preds.values.shape, preds.columns, [bad.reason for bad in preds.report]  # the bad SMILES' row is NaN
+((3, 1), ['penalized_logp'], ['RDKit parse failure: syntax error (e.g. unclosed ring or bad token)'])
 """
 from __future__ import annotations
 
