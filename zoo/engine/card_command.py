@@ -6,8 +6,13 @@ run's seed. It reads the recipe paths, ``--set``, ``--epochs`` and ``--seeds`` o
 ``tools/train.py`` or ``tools/sweep.py`` command (also under ``torchrun`` or ``nice``) and ignores
 options that do not change the recipe (``--out``, ``--order``, ``--device``, ...).
 
->>> check_command("python tools/train.py recipes/zinc_siggate.yaml --epochs 100 --seeds 0",
-...               recipe, seed=0)  # doctest: +SKIP
+>>> from zoo.engine.recipe import load_recipe
+>>> recipe = load_recipe("recipes/zinc_siggate.yaml", epochs=100)  # the run's recipe
+>>> check_command("python tools/train.py recipes/zinc_siggate.yaml --epochs 100 --seeds 0", recipe, seed=0)
+>>> check_command("python tools/train.py recipes/zinc_siggate.yaml --epochs 50 --seeds 0", recipe, seed=0)
+Traceback (most recent call last):
+    ...
+zoo.engine.card_command.CommandError: --command builds another recipe than the run's: optim.epochs: 50 by the command, 100 in the run; ...
 """
 from __future__ import annotations
 

@@ -144,7 +144,9 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None, epochs: in
     recipe states one) in proportion, so a short run is the same schedule compressed, not one
     stuck in warm-up.
 
-    >>> r = load_recipe("recipes/cora_gat.yaml", ["model.heads=4"])  # doctest: +SKIP
+    >>> r = load_recipe("recipes/cora_gat.yaml", ["model.heads=4"], epochs=50)
+    >>> r.model["heads"], r.optim.epochs
+    (4, 50)
     """
     path = Path(path)
     raw = resolve_bases(path)
