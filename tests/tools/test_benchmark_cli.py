@@ -243,6 +243,6 @@ def test_gps_configs_of_every_siggate_recipe_build_both_models(recipe):
 
     assert len(SIGGATE_RECIPES) >= 6
     ungated, gated = gps_configs(str(recipe))
-    assert {key for key in set(gated) - set(ungated)} == {key for key in gated if key.startswith("gate")}
+    assert set(gated) - set(ungated) == {key for key in gated if key.startswith("gate")}
     check_model_arguments("gps", **ungated)
     check_model_arguments("siggate_gt", **gated)

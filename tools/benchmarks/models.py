@@ -277,7 +277,8 @@ def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
     With ``recipe`` (a SigGate-GT recipe, e.g. ``recipes/zinc_siggate.yaml``): its model section
     exactly, and for ``gps`` the same model less the keys ``gps`` does not take (the gate's).
 
-    >>> sorted(set(gps_configs("recipes/molhiv_siggate.yaml")[1]) - set(gps_configs("recipes/molhiv_siggate.yaml")[0]))
+    >>> ungated, gated = gps_configs("recipes/molhiv_siggate.yaml")
+    >>> sorted(set(gated) - set(ungated))
     ['gate', 'gate_activation', 'gate_bias_init', 'gate_per_head', 'gate_weight_init']
     """
     if recipe is None:
