@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import zoo
+from tests.doctest_runner import assert_examples_pass
 
 ROOT = Path(__file__).resolve().parents[1]
-FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
 def _examples(name: str) -> list[doctest.DocTest]:
@@ -33,8 +33,5 @@ def test_docstring_examples_run(name, offline_env, tmp_path, monkeypatch):
     for folder in ("recipes", "runs"):  # as from the repository's root: its recipes and run records
         (tmp_path / folder).symlink_to(ROOT / folder)
     monkeypatch.chdir(tmp_path)  # examples that save files (zoo.save_pretrained) write them here
-    runner = doctest.DocTestRunner(optionflags=FLAGS)
-    report = []
-    for test in EXAMPLES[name]:
-        runner.run(test, out=report.append)
-    assert runner.summarize(verbose=False).failed == 0, "".join(report)
+    assert_examples_pass(EXAMPLES[name])
+

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.doctest_runner import assert_examples_pass
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 # DGL's launcher, which README cites from the DGL repository; the cards' folder in an installed wheel
@@ -58,7 +60,4 @@ def test_python_examples_are_doctests():
 def test_python_example_runs(number, offline_env, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     test = doctest.DocTestParser().get_doctest(PYCON[number], {}, f"README pycon block {number + 1}", "README.md", 0)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    report = []
-    runner.run(test, out=report.append)
-    assert runner.summarize(verbose=False).failed == 0, "".join(report)
+    assert_examples_pass([test])

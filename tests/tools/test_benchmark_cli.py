@@ -234,6 +234,10 @@ def test_bad_gps_inputs_are_one_error_line(argv, message, capsys):
 SIGGATE_RECIPES = sorted((Path(__file__).resolve().parents[2] / "recipes").glob("*_siggate.yaml"))
 
 
+def test_the_siggate_recipes_are_found():
+    assert len(SIGGATE_RECIPES) >= 6
+
+
 @pytest.mark.parametrize("recipe", SIGGATE_RECIPES, ids=[path.stem for path in SIGGATE_RECIPES])
 def test_gps_configs_of_every_siggate_recipe_build_both_models(recipe):
     """The ungated row drops exactly the gate's keys: ``gate_weight_init`` (added to the recipes
@@ -241,7 +245,6 @@ def test_gps_configs_of_every_siggate_recipe_build_both_models(recipe):
     from tools.benchmarks.models import gps_configs
     from zoo.models.registry import check_model_arguments
 
-    assert len(SIGGATE_RECIPES) >= 6
     ungated, gated = gps_configs(str(recipe))
     assert set(gated) - set(ungated) == {key for key in gated if key.startswith("gate")}
     check_model_arguments("gps", **ungated)
