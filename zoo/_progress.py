@@ -30,8 +30,8 @@ def progress(items: Iterable[T], desc: str, total: int | None = None, *, start: 
     item), nothing unless ``enabled``. ``size`` counts each item as ``size(item)`` units instead of
     one (e.g. ``len`` of each chunk of a download; with ``unit="B"`` a log shows ``"1.05MB/2.10MB"``).
 
-    >>> for g in progress(graphs, "PE lap16-rw16", unit="graphs"):  # doctest: +SKIP
-    ...     encode(g)
+    >>> [n * n for n in progress(range(4), "squares", unit="numbers")]  # the bar or lines go to stderr
+    [0, 1, 4, 9]
     """
     if not enabled:
         yield from items

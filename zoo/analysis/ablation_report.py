@@ -56,7 +56,15 @@ def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
     seeds), mean ``q`` and ``ece``, and ``n``; values in the paper's order (numbers ascending,
     granularities as Table 18). Empty when ``runs`` holds no ablation run.
 
-    >>> ablation_table(collect_runs("runs/ablations")).loc[("minesweeper", "kappa", "5"), "q"]  # doctest: +SKIP
+    >>> from zoo.analysis import collect_runs
+    >>> runs = collect_runs([f"runs/ltga16/minesweeper_ablate_kappa_{k}" for k in (1, 5, 10, 50)])  # in git
+    >>> ablation_table(runs)[["score", "q", "n"]].round(3)
+                                score      q  n
+    dataset     parameter value
+    minesweeper kappa     1      80.235  1.427  5
+                          5      79.778  1.125  5
+                          10     79.651  1.064  5
+                          50     79.153  1.013  5
     """
     columns = ["metric", "score", "score_sd", "q", "ece", "n"]
     table = grouped_seed_means(runs, ABLATION_RUN, ["parameter", "value"], _seed_row, ["score", "q", "ece"])

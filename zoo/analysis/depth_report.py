@@ -49,7 +49,14 @@ def depth_table(runs: pd.DataFrame) -> pd.DataFrame:
     seeds), the mean ``dirichlet_energy`` and ``mad`` (NaN for runs that recorded none), and ``n``.
     Empty when ``runs`` holds no depth-sweep run.
 
-    >>> depth_table(collect_runs("runs/depth")).loc[("cora", "gcn", 8), "mad"]  # doctest: +SKIP
+    >>> from zoo.analysis import collect_runs
+    >>> runs = collect_runs([f"runs/ltga16/cora_depth{layers}_gcn" for layers in (2, 4, 8)])  # in git
+    >>> depth_table(runs)[["score", "dirichlet_energy", "mad", "n"]].round(3)
+                          score  dirichlet_energy    mad  n
+    dataset model layers
+    cora    gcn   2       81.42             0.110  0.524  5
+                  4       79.12             0.052  0.744  5
+                  8       74.96             0.056  0.810  5
     """
     columns = ["metric", "score", "score_sd", "dirichlet_energy", "mad", "n"]
     table = grouped_seed_means(runs, DEPTH_RUN, ["model", "layers"], _seed_row, ["score", "dirichlet_energy", "mad"],

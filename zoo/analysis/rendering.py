@@ -213,7 +213,15 @@ def render_markdown(table: ResultsTable, comparisons: pd.DataFrame | None = None
     With ``paper`` (test accuracy only), cells the paper reports carry its number in brackets and
     the averages and rank tests are computed per block of datasets (``ranks`` is then not used).
 
-    >>> print(render_markdown(table, paper=LTGA_PAPER))  # doctest: +SKIP
+    >>> from zoo.analysis import collect_runs, results_table
+    >>> from zoo.analysis.ltga_paper import LTGA_PAPER
+    >>> table = results_table(collect_runs(["runs/ltga16/cora_gat", "runs/ltga16/cora_ltga_edge"]))  # in git
+    >>> print("\\n".join(render_markdown(table, paper=LTGA_PAPER).splitlines()[:5]))
+    # Results: test main metric (accuracy on cora), in %, mean ± sd over seeds
+    <BLANKLINE>
+    | model | cora | avg (paper's datasets) | avg rank (paper's datasets) |
+    |---|---|---|---|
+    | gat | **81.49 ± 0.36** [80.4 ± 0.8] | **81.49** | **1.00** |
     """
     if paper is not None:
         _check_paper_metric(table, paper)
@@ -247,8 +255,14 @@ def table_frame(table: ResultsTable, paper: Paper | None = None) -> pd.DataFrame
     every complete dataset), picked; oracle rows last (no avg_rank). With ``paper``, also
     ``<d>_paper``, ``<d>_paper_sd``, ``paper_row`` and avg / avg_rank over the paper's datasets.
 
-    >>> table = results_table(collect_runs("runs/ltga16"), models=["gat", "ltga_edge"])  # doctest: +SKIP
-    >>> table_frame(table, paper=LTGA_PAPER).to_csv("ltga.csv")  # doctest: +SKIP
+    >>> from zoo.analysis import collect_runs, results_table
+    >>> from zoo.analysis.ltga_paper import LTGA_PAPER
+    >>> table = results_table(collect_runs(["runs/ltga16/texas_gat", "runs/ltga16/texas_ltga_edge"]))  # in git
+    >>> table_frame(table, paper=LTGA_PAPER)[["texas", "texas_sd", "texas_n", "texas_paper", "avg_rank"]].round(2)
+               texas  texas_sd  texas_n  texas_paper  avg_rank
+    model
+    gat        53.78     11.28       10         59.2       1.0
+    ltga_edge  50.54      9.37       10         58.6       2.0
     """
     rows = table.rows + list(table.oracles)
     frame = pd.DataFrame(index=pd.Index(rows, name="model"))

@@ -29,7 +29,15 @@ def paired_comparisons(table: ResultsTable, reference: str, alpha: float = 0.05,
     over the tested comparisons of the same dataset (``holm_family="dataset"``) or of the whole
     table (``"table"``); the family is kept in ``comparisons.attrs["holm_family"]``.
 
-    >>> paired_comparisons(results_table(collect_runs("runs")), "ltga_edge", holm_family="table")  # doctest: +SKIP
+    >>> from zoo.analysis import collect_runs, results_table
+    >>> table = results_table(collect_runs([f"runs/ltga16/{d}_{m}" for d in ("texas", "cornell")
+    ...                                     for m in ("gat", "gatv2", "ltga_edge")]))  # records in git
+    >>> paired_comparisons(table, "ltga_edge", holm_family="table")[["dataset", "model", "mean_diff", "p_holm"]].round(3)
+       dataset  model  mean_diff  p_holm
+    0    texas    gat     -3.243     1.0
+    1    texas  gatv2     -2.973     1.0
+    2  cornell    gat      0.541     1.0
+    3  cornell  gatv2     -3.243     1.0
     """
     if reference not in table.rows:
         raise ReportError(f"reference {reference!r} is not a row of the table; rows: {', '.join(table.rows)}")
@@ -70,8 +78,12 @@ def rank_analysis(table: ResultsTable, alpha: float = 0.05) -> dict:
     ``friedman`` is None unless there are >= 3 rows and >= 2 complete datasets, ``cd`` is None
     unless there are >= 2 rows and >= 1 complete dataset.
 
-    >>> table = results_table(collect_runs("runs/ltga16"), models=["gat", "gatv2", "ltga_head"])  # doctest: +SKIP
-    >>> rank_analysis(table)["friedman"]  # doctest: +SKIP
+    >>> from zoo.analysis import collect_runs, results_table
+    >>> table = results_table(collect_runs([f"runs/ltga16/{d}_{m}" for d in ("cora", "texas", "cornell")
+    ...                                     for m in ("gat", "gatv2", "ltga_edge")]))  # records in git
+    >>> ranks = rank_analysis(table)
+    >>> ranks["ranks"].round(2).to_dict(), round(ranks["friedman"]["p_value"], 3), round(ranks["cd"], 3)
+    ({'gat': 1.67, 'gatv2': 1.67, 'ltga_edge': 2.67}, 0.368, 1.914)
     """
     complete = table.complete_datasets
     k, n = len(table.rows), len(complete)

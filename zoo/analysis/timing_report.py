@@ -71,7 +71,13 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
 
     ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read).
 
-    >>> timing_table(collect_runs("runs/ltga")).loc[("ltga_edge", "tolokers"), "per_epoch_median"]  # doctest: +SKIP
+    >>> from zoo.analysis import collect_runs
+    >>> runs = collect_runs(["runs/ltga16/cora_ltga_edge", "runs/ltga16/cora_ltga_head"])  # records in git
+    >>> timing_table(runs)[["n", "epochs", "best_min", "best_max", "best_is_last"]]
+                        n  epochs  best_min  best_max  best_is_last
+    model     dataset
+    ltga_edge cora     10    53.5        28        44             0
+    ltga_head cora     10    55.6        29        48             0
     """
     rows = per_seed_rows(runs, _seed_row)
     if not rows:

@@ -67,7 +67,12 @@ def shuffled_batches(graph, nodes: torch.Tensor, fanouts: list[int], batch_size:
     DDP-aware DataLoader (``use_ddp=True``): the ranks' batches make up the single-process ones.
     The last ``len(nodes) % world_size`` nodes of the order sit out that epoch.
 
-    >>> batches = shuffled_batches(g, train_nodes, [10, 10], 1024, torch.Generator().manual_seed(0))  # doctest: +SKIP
+    >>> from zoo.data import load_node_dataset
+    >>> data = load_node_dataset("texas", split=0)  # ZOO_DATA or a download
+    >>> g, train_nodes = data.graph, data.train_mask.nonzero().squeeze(1)
+    >>> batches = shuffled_batches(g, train_nodes, [10, 10], 32, torch.Generator().manual_seed(0))
+    >>> [len(output_nodes) for input_nodes, output_nodes, blocks in batches]  # 87 training nodes
+    [32, 32, 23]
     """
     order = nodes[torch.randperm(len(nodes), generator=generator).to(nodes.device)]
     dgl.seed(int(torch.randint(0, 2**31 - 1, (), generator=generator)))
@@ -118,8 +123,16 @@ def sampled_forward(model: nn.Module, graph, blocks: list, features: torch.Tenso
     those of ``blocks[0].srcdata[dgl.NID]``. The model must have one graph layer per block;
     ``model`` may be wrapped in ``DistributedDataParallel`` (the wrapper runs the forward).
 
-    >>> input_nodes, output_nodes, blocks = next(iter(neighbour_loader(g, seeds, [10, 10], 64)))  # doctest: +SKIP
-    >>> logits = sampled_forward(model, g, blocks, g.ndata["feat"][input_nodes])  # doctest: +SKIP
+    >>> from zoo.data import load_node_dataset
+    >>> data = load_node_dataset("texas", split=0)  # ZOO_DATA or a download
+    >>> g, train_nodes = data.graph, data.train_mask.nonzero().squeeze(1)
+    >>> from zoo.models import create_model
+    >>> _ = torch.manual_seed(0)
+    >>> model = create_model("gcn", in_feats=data.features.shape[1], num_classes=data.num_classes, layers=2).eval()
+    >>> input_nodes, output_nodes, blocks = next(iter(neighbour_loader(g, train_nodes, [-1, -1], 64)))
+    >>> logits = sampled_forward(model, g, blocks, data.features[input_nodes])
+    >>> torch.allclose(logits, model(g, data.features)[output_nodes], atol=1e-5)  # every neighbour: full batch
+    True
     """
     inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
     layers = graph_layers(inner)
@@ -147,8 +160,16 @@ def layerwise_forward(model: nn.Module, graph, features: torch.Tensor, chunk_siz
     each layer for its contiguous share of the nodes and the shares are gathered, so every rank
     ends with all outputs for a ``1 / world_size`` share of the work.
 
-    >>> with torch.no_grad():                                        # doctest: +SKIP
-    ...     logits = layerwise_forward(model.eval(), g, g.ndata["feat"], chunk_size=4096)
+    >>> from zoo.data import load_node_dataset
+    >>> data = load_node_dataset("texas", split=0)  # ZOO_DATA or a download
+    >>> g, train_nodes = data.graph, data.train_mask.nonzero().squeeze(1)
+    >>> from zoo.models import create_model
+    >>> _ = torch.manual_seed(0)
+    >>> model = create_model("gcn", in_feats=data.features.shape[1], num_classes=data.num_classes, layers=2).eval()
+    >>> with torch.no_grad():
+    ...     logits = layerwise_forward(model, g, data.features, chunk_size=64)
+    ...     torch.allclose(logits, model(g, data.features), atol=1e-5)
+    True
     """
     layers = graph_layers(model)
     nodes = torch.arange(graph.num_nodes(), device=graph.device)

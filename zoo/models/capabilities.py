@@ -4,8 +4,15 @@ Trainers, diagnostics and fine-tuning ask ``isinstance(model, HasPositionalEncod
 ``hasattr``: a model states each capability in its class line, and forgetting a method of one
 it states is an error when the model is built (they are abstract base classes).
 
->>> class MyModel(HasPositionalEncodings, nn.Module):           # doctest: +SKIP
+>>> class MyModel(HasPositionalEncodings, nn.Module):
 ...     def pe_spec(self): return {"rwse_k": 16}
+>>> isinstance(MyModel(), HasPositionalEncodings)
+True
+>>> class Forgetful(HasPositionalEncodings, nn.Module):  # states the capability, lacks pe_spec
+...     pass
+>>> Forgetful()
+Traceback (most recent call last):
+TypeError: Can't instantiate abstract class Forgetful with abstract method pe_spec
 """
 from __future__ import annotations
 

@@ -1,10 +1,16 @@
 """The valid range of a numeric model argument, declared in its annotation.
 
->>> def __init__(self, dropout: Annotated[float, Interval(0, 1, high_open=True)] = 0.5,
-...              heads: Annotated[int, AtLeast(1)] = 8): ...          # doctest: +SKIP
-
+A model declares them in its constructor, e.g. ``dropout: Annotated[float, Interval(0, 1,
+high_open=True)] = 0.5`` or ``heads: Annotated[int, AtLeast(1)] = 8`` (or the aliases below).
 :func:`zoo.models.register_model` checks every declared range when the model is built, and
-:func:`zoo.models.model_arguments` reports them (a recipe's model check uses them too).
+:func:`zoo.models.model_arguments` reports them (a recipe's model check uses them too):
+
+>>> from zoo.models import create_model, model_arguments
+>>> model_arguments("gcn")["dropout"].ranges
+(Interval(low=0, high=1, low_open=False, high_open=True),)
+>>> create_model("gcn", in_feats=5, num_classes=2, dropout=1.0)
+Traceback (most recent call last):
+ValueError: dropout is 1.0; it must be in [0, 1)
 """
 from __future__ import annotations
 
