@@ -12,6 +12,27 @@ in layer-wise inference the layers before the current one replay their stored ou
 model's own code between layers (activation, head concatenation, dropout) is what runs.
 ``GraphConv`` (GCN) normalises by the degrees it sees; on a block those are the block's, so it
 gets edge weights that turn them into the full graph's (exact with full neighbourhoods).
+
+>>> import torch
+>>> from zoo.data import load_node_dataset
+>>> from zoo.models import create_model
+>>> data = load_node_dataset("texas", split=0)  # ZOO_DATA or a download
+>>> g, train_nodes = data.graph, data.train_mask.nonzero().squeeze(1)
+>>> _ = torch.manual_seed(0)
+>>> model = create_model("gcn", in_feats=data.features.shape[1], num_classes=data.num_classes, layers=2)
+>>> shapes = []  # one epoch of training-step logits over the 87 training nodes, batches of 32
+>>> for input_nodes, output_nodes, blocks in shuffled_batches(g, train_nodes, [10, 10], 32,
+...                                                            torch.Generator().manual_seed(0)):
+...     shapes.append(tuple(sampled_forward(model.train(), g, blocks, data.features[input_nodes]).shape))
+>>> shapes
+[(32, 5), (32, 5), (23, 5)]
+>>> with torch.no_grad():  # full neighbourhoods: the full-batch forward, sampled or layer by layer
+...     full = model.eval()(g, data.features)
+...     input_nodes, output_nodes, blocks = next(iter(neighbour_loader(g, train_nodes, [-1, -1], 64)))
+...     torch.allclose(sampled_forward(model, g, blocks, data.features[input_nodes]), full[output_nodes], atol=1e-5)
+...     torch.allclose(layerwise_forward(model, g, data.features, chunk_size=64), full, atol=1e-5)
+True
+True
 """
 from __future__ import annotations
 
@@ -67,12 +88,7 @@ def shuffled_batches(graph, nodes: torch.Tensor, fanouts: list[int], batch_size:
     DDP-aware DataLoader (``use_ddp=True``): the ranks' batches make up the single-process ones.
     The last ``len(nodes) % world_size`` nodes of the order sit out that epoch.
 
-    >>> from zoo.data import load_node_dataset
-    >>> data = load_node_dataset("texas", split=0)  # ZOO_DATA or a download
-    >>> g, train_nodes = data.graph, data.train_mask.nonzero().squeeze(1)
-    >>> batches = shuffled_batches(g, train_nodes, [10, 10], 32, torch.Generator().manual_seed(0))
-    >>> [len(output_nodes) for input_nodes, output_nodes, blocks in batches]  # 87 training nodes
-    [32, 32, 23]
+    (Example: the module's.)
     """
     order = nodes[torch.randperm(len(nodes), generator=generator).to(nodes.device)]
     dgl.seed(int(torch.randint(0, 2**31 - 1, (), generator=generator)))
@@ -123,16 +139,7 @@ def sampled_forward(model: nn.Module, graph, blocks: list, features: torch.Tenso
     those of ``blocks[0].srcdata[dgl.NID]``. The model must have one graph layer per block;
     ``model`` may be wrapped in ``DistributedDataParallel`` (the wrapper runs the forward).
 
-    >>> from zoo.data import load_node_dataset
-    >>> data = load_node_dataset("texas", split=0)  # ZOO_DATA or a download
-    >>> g, train_nodes = data.graph, data.train_mask.nonzero().squeeze(1)
-    >>> from zoo.models import create_model
-    >>> _ = torch.manual_seed(0)
-    >>> model = create_model("gcn", in_feats=data.features.shape[1], num_classes=data.num_classes, layers=2).eval()
-    >>> input_nodes, output_nodes, blocks = next(iter(neighbour_loader(g, train_nodes, [-1, -1], 64)))
-    >>> logits = sampled_forward(model, g, blocks, data.features[input_nodes])
-    >>> torch.allclose(logits, model(g, data.features)[output_nodes], atol=1e-5)  # every neighbour: full batch
-    True
+    (Example: the module's.)
     """
     inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
     layers = graph_layers(inner)
@@ -160,16 +167,7 @@ def layerwise_forward(model: nn.Module, graph, features: torch.Tensor, chunk_siz
     each layer for its contiguous share of the nodes and the shares are gathered, so every rank
     ends with all outputs for a ``1 / world_size`` share of the work.
 
-    >>> from zoo.data import load_node_dataset
-    >>> data = load_node_dataset("texas", split=0)  # ZOO_DATA or a download
-    >>> g, train_nodes = data.graph, data.train_mask.nonzero().squeeze(1)
-    >>> from zoo.models import create_model
-    >>> _ = torch.manual_seed(0)
-    >>> model = create_model("gcn", in_feats=data.features.shape[1], num_classes=data.num_classes, layers=2).eval()
-    >>> with torch.no_grad():
-    ...     logits = layerwise_forward(model, g, data.features, chunk_size=64)
-    ...     torch.allclose(logits, model(g, data.features), atol=1e-5)
-    True
+    (Example: the module's.)
     """
     layers = graph_layers(model)
     nodes = torch.arange(graph.num_nodes(), device=graph.device)
