@@ -161,7 +161,13 @@ def write_figures(runs: pd.DataFrame, table: ResultsTable | None, out: str | Pat
 
     Returns ``({figure name: path written}, notes)``.
 
-    >>> written, notes = write_figures(collect_runs("runs/ltga"), table, "figures")  # doctest: +SKIP
+    >>> from zoo.analysis import collect_runs, results_table
+    >>> runs = collect_runs([f"runs/ltga16/texas_{m}" for m in ("gat", "gatv2", "ltga_edge")])  # records in git
+    >>> written, notes = write_figures(runs, results_table(runs), "figures")
+    >>> sorted(written)  # from metrics.json; figures 3, 4, 5 and 7 need each run's best.pt
+    ['critical_difference', 'q_grad_norm', 'q_trajectories']
+    >>> print(notes[0])
+    figures 3, 4, 5, 7 leave out a run: .../texas_gat/.../seed0 has no best.pt (the trained weights); retrain it with tools/train.py --force
     """
     out, written, notes = Path(out), {}, []
     if table is not None:
