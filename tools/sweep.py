@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                              "N times runs as N jobs dividing the seeds (without it, such a seed stops the sweep)")
     parser.add_argument("--status", action="store_true",
                         help="train nothing: list each recipe's seeds that are finished, under way (at which "
-                             "epoch) or still to run, and the training time left")
+                             "epoch) or still to run, and the training time left (wall clock, and hours of one "
+                             "core where runs recorded their CPU time)")
     args = parser.parse_args(argv)
     try:
         recipes = [load_recipe(path, args.overrides, epochs=args.epochs) for path in args.recipes]

@@ -72,8 +72,10 @@ def test_a_recipe_with_no_finished_seed_is_not_estimated(tmp_path, recipes):
     rows = sweep_status([recipe], tmp_path, seeds=[0, 1])
     assert [(row.state, row.left) for row in rows] == [("to run", None), ("to run", None)]
     text = format_status(rows)
-    assert "texas_gcn  -         -     -         -          0-1     ?" in text
-    assert "Training time left: not estimated, no recipe has a finished seed or a whole epoch under way yet." in text
+    assert "texas_gcn  -         -     -         -          0-1     ?           ?" in text
+    assert "Training time left: not estimated, no recipe has a finished seed or whole epoch under way yet." in text
+    assert ("CPU time left: not estimated, no recipe has a finished seed or whole epoch under way that recorded its "
+            "CPU time yet.") in text
     assert not (tmp_path / recipe.name).exists()  # looking creates nothing
 
 
@@ -104,6 +106,31 @@ def test_with_no_finished_seed_the_seeds_under_way_set_the_pace(tmp_path, recipe
 
 
 
+def test_cpu_time_left_from_the_runs_that_recorded_it(tmp_path, recipes):
+    """Seeds 0-1 finished with CPU time (wall 200 and 400 s, CPU 100 and 300 s); seed 2 has run 4
+    epochs at 5 s of CPU each and 1 s into the fifth; seed 3 was begun before CPU time was recorded,
+    4 epochs in; seed 4 is to run. The CPU clock projects as the wall clock does, and a seed without
+    CPU time takes the recipe's CPU pace for the epochs it has left."""
+    recipe, _ = recipes
+    epochs = recipe.optim.epochs
+    base = run_folder(recipe, tmp_path)
+    for seed, (wall, cpu) in enumerate([(200.0, 100.0), (400.0, 300.0)]):
+        (base / f"seed{seed}").mkdir(parents=True)
+        (base / f"seed{seed}" / "metrics.json").write_text(json.dumps({"seed": seed, "train_seconds": wall, "train_cpu_seconds": cpu}))
+    (base / "seed2").mkdir()
+    save_checkpoint({"state": {"epoch": 4, "train_seconds": 40.0, "train_cpu_seconds": 20.0},
+                     "partial": {"trained": 2, "seconds": 3.0, "cpu_seconds": 1.0}}, base / "seed2" / "last.pt")
+    (base / "seed3").mkdir()
+    save_checkpoint({"state": {"epoch": 4, "train_seconds": 40.0}}, base / "seed3" / "last.pt")
+    rows = {row.seed: row for row in sweep_status([recipe], tmp_path, seeds=[0, 1, 2, 3, 4])}
+    assert (rows[0].cpu_seconds, rows[0].cpu_left, rows[1].cpu_seconds) == (100.0, 0.0, 300.0)
+    assert (rows[2].cpu_seconds, rows[2].cpu_left) == (21.0, pytest.approx(5.0 * (epochs - 4) - 1.0))
+    assert (rows[3].cpu_seconds, rows[3].cpu_left) == (None, pytest.approx(200.0 * (epochs - 4) / epochs))
+    assert (rows[4].cpu_left, rows[4].left) == (200.0, 300.0)
+    hours = (rows[2].cpu_left + rows[3].cpu_left + 200.0) / 3600
+    assert f"CPU time left: {hours:.1f} h of one core." in format_status(list(rows.values()))
+
+
 def test_a_seed_under_way_names_the_process_training_it_now(tmp_path, recipes):
     """Seed 1's folder is held (flock) by another process, as a training job holds it; seed 2's
     last.pt has no process behind it (a stopped job). Only seed 1 gets a pid, read without locking."""
@@ -127,13 +154,13 @@ def test_table_lists_seed_ranges_and_totals():
     rows = [SeedStatus("a", s, "finished", 10, seconds=360.0, left=0.0) for s in (0, 1, 2, 5)]
     rows += [SeedStatus("a", 7, "to run", 10, left=360.0), SeedStatus("b", 0, "under way", 10, epoch=3, left=7200.0)]
     lines = format_status(rows).splitlines()
-    assert lines[1].split() == ["a", "0-2,5", "-", "-", "-", "7", "0.1"]
-    assert lines[2].split() == ["b", "-", "-", "-", "0", "(epoch", "3/10)", "-", "2.0"]
+    assert lines[1].split() == ["a", "0-2,5", "-", "-", "-", "7", "0.1", "?"]
+    assert lines[2].split() == ["b", "-", "-", "-", "0", "(epoch", "3/10)", "-", "2.0", "?"]
     assert lines[4] == "6 runs: 4 finished, 0 twin, 0 diverged, 1 under way, 1 to run."
     assert lines[5] == "Training time left: 2.1 h."
     rows.append(SeedStatus("c", 0, "to run", 10))
     assert format_status(rows).splitlines()[6] == ("Training time left: 2.1 h for 6 runs; 1 runs of recipes with no "
-                                                   "finished seed and no whole epoch under way are not estimated.")
+                                                   "finished seed or whole epoch under way are not estimated.")
 
 
 def test_status_flag_trains_nothing(offline_env, tmp_path, capsys):

@@ -12,6 +12,11 @@ to run, takes the mean of its recipe's finished seeds (those outside a ``seeds``
 too) less what it has spent. A recipe with no
 finished seed takes the mean of its seeds under way, each projected to its whole schedule at its
 own pace; a recipe with neither is not estimated.
+
+The same projection runs on ``train_cpu_seconds`` (the process's CPU time in the training
+steps, recorded since session 34), which does not grow when other jobs share the cores: the
+hours of one core a sweep still needs. A seed whose CPU time was not recorded takes its recipe's
+CPU pace for the share of epochs it has left.
 """
 from __future__ import annotations
 
@@ -32,8 +37,9 @@ STATES = ("finished", "twin", "diverged", "under way", "to run")
 @dataclasses.dataclass
 class SeedStatus:
     """One seed of one recipe: its state (one of :data:`STATES`), the epochs it has run
-    (``under way`` only) of the recipe's ``epochs``, training seconds spent and left (None when
-    not known), and the pid of the process training it now (``under way`` only; None if none)."""
+    (``under way`` only) of the recipe's ``epochs``, training seconds spent and left, wall clock
+    and CPU (None when not known), and the pid of the process training it now (``under way``
+    only; None if none)."""
     recipe: str
     seed: int
     state: str
@@ -42,6 +48,12 @@ class SeedStatus:
     seconds: float | None = None
     left: float | None = None
     pid: str | None = None
+    cpu_seconds: float | None = None
+    cpu_left: float | None = None
+
+
+# (metrics.json and last.pt key, last.pt "partial" key, SeedStatus spent and left fields) per clock
+CLOCKS = (("train_seconds", "seconds", "seconds", "left"), ("train_cpu_seconds", "cpu_seconds", "cpu_seconds", "cpu_left"))
 
 
 def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[int] | None = None) -> list[SeedStatus]:
@@ -50,7 +62,7 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
 
     >>> from zoo.engine.recipe import load_recipe
     >>> sweep_status([load_recipe("recipes/zinc_cpu_g1.yaml")], "runs/zinc_cpu")[0]  # records in git
-    SeedStatus(recipe='zinc_cpu_g1', seed=0, state='finished', epochs=30, epoch=None, seconds=6442.98..., left=0.0, pid=None)
+    SeedStatus(recipe='zinc_cpu_g1', seed=0, state='finished', epochs=30, epoch=None, seconds=6442.98..., left=0.0, pid=None, cpu_seconds=None, cpu_left=0.0)
     """
     rows = []
     for recipe in recipes:
@@ -62,48 +74,63 @@ def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[in
             if (seed_dir / "metrics.json").exists() or twin is not None:
                 metrics = json.loads(((twin or seed_dir) / "metrics.json").read_text())
                 own.append(SeedStatus(recipe.name, seed, "twin" if twin else "finished", epochs,
-                                      seconds=metrics.get("train_seconds"), left=0.0))
+                                      seconds=metrics.get("train_seconds"), left=0.0,
+                                      cpu_seconds=metrics.get("train_cpu_seconds"), cpu_left=0.0))
             elif (seed_dir / DIVERGED).exists():
-                own.append(SeedStatus(recipe.name, seed, "diverged", epochs, left=0.0))
+                own.append(SeedStatus(recipe.name, seed, "diverged", epochs, left=0.0, cpu_left=0.0))
             elif (seed_dir / LAST).exists():
                 saved = load_checkpoint(seed_dir / LAST)
-                loop, inside = saved["state"], (saved.get("partial") or {}).get("seconds", 0.0)
-                done = loop["epoch"]  # whole epochs; a write between batches adds ``inside`` seconds
-                pace = loop["train_seconds"] / done if done else None
-                own.append(SeedStatus(recipe.name, seed, "under way", epochs, epoch=done,
-                                      seconds=loop["train_seconds"] + inside,
-                                      left=None if pace is None else max(pace * (epochs - done) - inside, 0.0),
-                                      pid=holder_of(seed_dir)))
+                loop, partial = saved["state"], saved.get("partial") or {}
+                done = loop["epoch"]  # whole epochs; a write between batches adds the partial epoch's time
+                row = SeedStatus(recipe.name, seed, "under way", epochs, epoch=done, pid=holder_of(seed_dir))
+                for key, inside_key, spent_field, left_field in CLOCKS:
+                    if loop.get(key) is None:  # CPU time of a run begun before it was recorded
+                        continue
+                    inside = partial.get(inside_key, 0.0)
+                    setattr(row, spent_field, loop[key] + inside)
+                    if done:
+                        setattr(row, left_field, max(loop[key] / done * (epochs - done) - inside, 0.0))
+                own.append(row)
             elif seed_dir.exists():
                 own.append(SeedStatus(recipe.name, seed, "under way", epochs, epoch=0, pid=holder_of(seed_dir)))
             else:
                 own.append(SeedStatus(recipe.name, seed, "to run", epochs))
-        # every finished seed of the recipe sets its pace, those outside a ``seeds`` selection too
-        paces = [run["train_seconds"] for run in finished_runs(base) if run.get("train_seconds") is not None]
-        if not paces:  # the projected whole runs of the seeds under way (whole epochs trained)
-            paces = [row.seconds + row.left for row in own if row.state == "under way" and row.left is not None]
-        for row in own:
-            if row.left is None:  # no whole epoch trained yet
-                row.left = max(sum(paces) / len(paces) - (row.seconds or 0.0), 0.0) if paces else None
+        finished = finished_runs(base)
+        for key, _, spent_field, left_field in CLOCKS:
+            # every finished seed of the recipe sets its pace, those outside a ``seeds`` selection too
+            paces = [run[key] for run in finished if run.get(key) is not None]
+            if not paces:  # the projected whole runs of the seeds under way (whole epochs trained)
+                paces = [getattr(row, spent_field) + getattr(row, left_field) for row in own
+                         if row.state == "under way" and getattr(row, left_field) is not None]
+            for row in own:
+                if getattr(row, left_field) is not None or not paces:
+                    continue
+                pace, spent = sum(paces) / len(paces), getattr(row, spent_field)
+                # no whole epoch trained yet: the pace less what it has spent; its time not recorded: the epochs left
+                left = pace - spent if spent is not None else pace * (epochs - (row.epoch or 0)) / epochs
+                setattr(row, left_field, max(left, 0.0))
         rows.extend(own)
     return rows
 
 
 def format_status(rows: list[SeedStatus]) -> str:
-    """A table with one line per recipe (its seeds in each state, hours left), then the totals.
+    """A table with one line per recipe (its seeds in each state, hours left by the wall clock and of
+    CPU), then the totals.
 
-    >>> print(format_status([SeedStatus("a", 0, "finished", 30, seconds=3600.0, left=0.0),
-    ...                      SeedStatus("a", 1, "under way", 30, epoch=10, seconds=1200.0, left=2400.0, pid="42"),
-    ...                      SeedStatus("a", 2, "to run", 30, left=3600.0)]))
-    recipe  finished  twin  diverged  under way                to run  hours left
-    a       0         -     -         1 (epoch 10/30, pid 42)  2       1.7
+    >>> print(format_status([SeedStatus("a", 0, "finished", 30, seconds=3600.0, left=0.0, cpu_seconds=3000.0, cpu_left=0.0),
+    ...                      SeedStatus("a", 1, "under way", 30, epoch=10, seconds=1200.0, left=2400.0, pid="42",
+    ...                                 cpu_seconds=1000.0, cpu_left=2000.0),
+    ...                      SeedStatus("a", 2, "to run", 30, left=3600.0, cpu_left=3000.0)]))
+    recipe  finished  twin  diverged  under way                to run  hours left  CPU hours left
+    a       0         -     -         1 (epoch 10/30, pid 42)  2       1.7         1.4
     <BLANKLINE>
     3 runs: 1 finished, 0 twin, 0 diverged, 1 under way (1 training now), 1 to run.
     Training time left: 1.7 h.
-    (train_seconds, at the pace of each recipe's finished seeds, or of its seeds under way when none has finished; evaluation not included)
+    CPU time left: 1.4 h of one core.
+    (train_seconds and train_cpu_seconds, at the pace of each recipe's finished seeds, or of its seeds under way when none has finished; evaluation not included)
     """
     names = list(dict.fromkeys(row.recipe for row in rows))
-    header = ["recipe", *STATES, "hours left"]
+    header = ["recipe", *STATES, "hours left", "CPU hours left"]
     table = [header]
     for name in names:
         own = [row for row in rows if row.recipe == name]
@@ -115,7 +142,7 @@ def format_status(rows: list[SeedStatus]) -> str:
                                        + (f", pid {row.pid})" if row.pid else ")") for row in picked) or "-")
             else:
                 cells.append(_seed_ranges([row.seed for row in picked]))
-        cells.append(_hours([row.left for row in own]))
+        cells += [_hours([row.left for row in own]), _hours([row.cpu_left for row in own])]
         table.append(cells)
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
@@ -123,17 +150,26 @@ def format_status(rows: list[SeedStatus]) -> str:
     now = f" ({training} training now)" if training else ""
     counts = ", ".join(f"{sum(row.state == state for row in rows)} {state}" + (now if state == "under way" else "")
                        for state in STATES)
-    unknown = sum(row.left is None for row in rows)
-    left = f"Training time left: {_hours([row.left for row in rows if row.left is not None])} h"
-    if unknown == len(rows):
-        left = "Training time left: not estimated, no recipe has a finished seed or a whole epoch under way yet"
-    elif unknown:
-        left += f" for {len(rows) - unknown} runs; {unknown} runs of recipes with no finished seed and no whole epoch " \
-                "under way are not estimated"
-    lines += ["", f"{len(rows)} runs: {counts}.", left + ".",
-              "(train_seconds, at the pace of each recipe's finished seeds, or of its seeds under way when none has "
-              "finished; evaluation not included)"]
+    lines += ["", f"{len(rows)} runs: {counts}.",
+              _left_line("Training time left", "h", [row.left for row in rows],
+                         "finished seed or whole epoch under way"),
+              _left_line("CPU time left", "h of one core", [row.cpu_left for row in rows],
+                         "finished seed or whole epoch under way that recorded its CPU time"),
+              "(train_seconds and train_cpu_seconds, at the pace of each recipe's finished seeds, or of its seeds "
+              "under way when none has finished; evaluation not included)"]
     return "\n".join(lines)
+
+
+def _left_line(label: str, unit: str, lefts: list[float | None], lacking: str) -> str:
+    """``label``'s total of ``lefts`` in hours, with the count of runs not estimated because their
+    recipes have no ``lacking``."""
+    unknown = sum(left is None for left in lefts)
+    if unknown == len(lefts):
+        return f"{label}: not estimated, no recipe has a {lacking} yet."
+    line = f"{label}: {_hours([left for left in lefts if left is not None])} {unit}"
+    if unknown:
+        line += f" for {len(lefts) - unknown} runs; {unknown} runs of recipes with no {lacking} are not estimated"
+    return line + "."
 
 
 def _hours(seconds: list[float | None]) -> str:
