@@ -227,7 +227,13 @@ def add_positional_encodings(
     exact list of graphs (dataset, source file hash, featurizer, subset); node counts are
     checked on load. Graphs are changed in place and returned.
 
-    >>> add_positional_encodings(graphs, {"lap_k": 8, "rwse_k": 16}, dataset_id="zinc_smiles-ab12")  # doctest: +SKIP
+    On the 4-cycle a random walk is back at its start after 2 and 4 steps with probability 1/2,
+    never after an odd number, and the normalised Laplacian's eigenvalues are 0, 1, 1 and 2:
+
+    >>> cycle = dgl.graph(([0, 1, 2, 3, 1, 2, 3, 0], [1, 2, 3, 0, 0, 1, 2, 3]))
+    >>> (cycle,) = add_positional_encodings([cycle], {"lap_k": 4, "rwse_k": 4}, progress=False)  # no cache
+    >>> cycle.ndata["rwse"][0].tolist(), cycle.ndata["lap_eigval"][0].round(decimals=6).abs().tolist()
+    ([0.0, 0.5, 0.0, 0.5], [0.0, 1.0, 1.0, 2.0])
     """
     spec = PESpec.from_any(spec)
     graphs = list(graphs)
