@@ -7,7 +7,16 @@ expected one. An interrupted or wrong download leaves no file behind that a late
 trust. ``ZOO_OFFLINE=1`` refuses before any socket is opened. Every failure is one line
 (:class:`DownloadError` or :class:`ChecksumMismatchError`).
 
->>> download("https://example.org/w.safetensors", "cache/w.safetensors", "9f86d0...")  # doctest: +SKIP
+>>> from pathlib import Path
+>>> _ = Path("served.txt").write_text("test")  # a file:// URL stands in for a server here
+>>> url, pin = Path("served.txt").resolve().as_uri(), "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+>>> download(url, "cache/copy.txt", pin, progress=False, offline=False) == pin, Path("cache/copy.txt").read_text()
+(True, 'test')
+>>> download(url, "cache/other.txt", "ab" * 32, progress=False, offline=False)
+Traceback (most recent call last):
+zoo.data.cards.ChecksumMismatchError: Checksum mismatch for file:///.../served.txt: expected sha256 abab...ab, got 9f86d081...; the download was deleted. ...
+>>> Path("cache/other.txt").exists()
+False
 """
 from __future__ import annotations
 
@@ -46,7 +55,9 @@ def download(url: str, dest: str | Path, sha256: str | None, progress: bool = Tr
     :class:`ChecksumMismatchError`. ``None`` skips the check (the caller must verify the returned
     digest). ``offline`` (default: ``$ZOO_OFFLINE``) refuses without touching the network.
 
-    >>> download("https://example.org/data.csv", "cache/data.csv", sha256="9f86d0...")  # doctest: +SKIP
+    >>> download("https://example.org/data.csv", "cache/data.csv", sha256="9f86d0...", offline=True)
+    Traceback (most recent call last):
+    zoo.data.remote.DownloadError: Offline mode is on (ZOO_OFFLINE): https://example.org/data.csv was not downloaded. Put the file at cache/data.csv (sha256 9f86d0...) by hand, or unset ZOO_OFFLINE.
     """
     dest = Path(dest)
     if offline is None:
