@@ -101,6 +101,16 @@ def test_bad_override_and_folder_are_named(tmp_path):
         load_recipe(tmp_path)
 
 
+def test_a_mistyped_recipe_name_gets_the_closest_one_beside_it(tmp_path):
+    (tmp_path / "zinc_siggate.yaml").write_text("dataset: zinc_smiles\n")
+    (tmp_path / "cora_gat.yaml").write_text("dataset: cora\n")
+    with pytest.raises(RecipeError, match=f"recipe file not found: {tmp_path}/zinc_siggat.yaml; "
+                                          f"did you mean {tmp_path}/zinc_siggate.yaml\\?$"):
+        load_recipe(tmp_path / "zinc_siggat.yaml")
+    with pytest.raises(RecipeError, match=f"recipe file not found: {tmp_path}/qqq.yaml$"):  # nothing close
+        load_recipe(tmp_path / "qqq.yaml")
+
+
 def test_epoch_cap_compresses_the_warm_up():
     full = load_recipe(RECIPES / "zinc_siggate.yaml")
     short = load_recipe(RECIPES / "zinc_siggate.yaml", epochs=200)

@@ -193,7 +193,7 @@ def _read_mapping(path: Path, chain: list) -> dict:
         if path.is_dir():
             raise RecipeError(f"{path} is a folder; give a recipe file such as {path / 'cora_gat.yaml'}")
         if not path.is_file():
-            raise RecipeError(f"recipe file not found: {path}{origin}")
+            raise RecipeError(f"recipe file not found: {path}{origin}{_closest_recipe(path)}")
         text = path.read_text()
     except OSError as err:  # e.g. a name too long, or no permission
         unexpanded = "; the shell did not expand its {a,b} braces: run it in bash, or list the files" \
@@ -206,6 +206,13 @@ def _read_mapping(path: Path, chain: list) -> dict:
     if not isinstance(raw, dict):
         raise RecipeError(f"{path} must hold a YAML mapping of recipe keys, got {type(raw).__name__}")
     return raw
+
+
+def _closest_recipe(path: Path) -> str:
+    """``"; did you mean <the recipe beside it with the closest name>?"``, or "" when none is close."""
+    names = [p.name for p in path.parent.glob("*.yaml")] if path.parent.is_dir() else []
+    close = difflib.get_close_matches(path.name, names, n=1)
+    return f"; did you mean {path.parent / close[0]}?" if close else ""
 
 
 def _yaml_problem(err: yaml.YAMLError) -> str:
