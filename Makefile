@@ -42,7 +42,7 @@ test: $(STAMP)
 
 # The small record of every finished seed of the studies README reports (see .gitignore), staged
 # for a commit so that a lost machine does not lose them; weights and TensorBoard events stay out.
-STUDIES := runs/zinc_cpu runs/cpu_4c runs/ltga16 runs/pretrain
+STUDIES := runs/zinc_cpu runs/cpu_4c runs/ltga16 runs/csbm runs/pretrain
 # The transfer table keeps the table, each method's summary and each seed's metrics.
 TRANSFER := $(wildcard runs/transfer/transfer_table.json runs/transfer/*/*/metrics.json runs/transfer/*/*/seed*/metrics.json)
 records:
