@@ -9,7 +9,14 @@ True
 'my_model.safetensors'
 >>> zoo.predict(model, ["CCO", "c1ccccc1O"]).values.shape  # [2, T] in the target's units
 (2, 1)
->>> zoo.finetune("zinc_siggate", "my.csv", "smiles", ["logS"], epochs=30, seeds=range(5))  # doctest: +SKIP
+>>> import pandas as pd  # a toy CSV: 20 small molecules, a made-up target
+>>> smiles = ["CCO", "CCCO", "CCCCO", "c1ccccc1", "c1ccccc1O", "CC(=O)O", "CCN", "CCCl", "ClCCl", "CC(C)O",
+...           "OCCO", "CCOC", "CCCC", "CCCCC", "c1ccncc1", "CC#N", "C=CC", "CCS", "O=C=O", "CCBr"]
+>>> pd.DataFrame({"smiles": smiles, "logS": [0.1 * i for i in range(20)]}).to_csv("my.csv", index=False)
+>>> result = zoo.finetune("zinc_siggate", "my.csv", "smiles", ["logS"], epochs=2, seeds=[0],  # a study: 30, range(5)
+...                       out="my_finetune", progress=False)
+>>> result["metric"], sorted(result["summary"]["test"])  # mean, sd and values over the seeds of each
+('rmse', ['loss', 'mae', 'r2', 'rmse'])
 
 The functions are imported on first use, so ``import zoo`` itself stays light.
 """
