@@ -53,7 +53,8 @@ class SeedStatus:
 
 
 # (metrics.json and last.pt key, last.pt "partial" key, SeedStatus spent and left fields) per clock
-CLOCKS = (("train_seconds", "seconds", "seconds", "left"), ("train_cpu_seconds", "cpu_seconds", "cpu_seconds", "cpu_left"))
+CLOCKS = (("train_seconds", "seconds", "seconds", "left"),
+          ("train_cpu_seconds", "cpu_seconds", "cpu_seconds", "cpu_left"))
 
 
 def sweep_status(recipes: list[Recipe], out: str | Path = "runs", seeds: list[int] | None = None) -> list[SeedStatus]:
@@ -117,7 +118,8 @@ def format_status(rows: list[SeedStatus]) -> str:
     """A table with one line per recipe (its seeds in each state, hours left by the wall clock and of
     CPU), then the totals.
 
-    >>> print(format_status([SeedStatus("a", 0, "finished", 30, seconds=3600.0, left=0.0, cpu_seconds=3000.0, cpu_left=0.0),
+    >>> print(format_status([SeedStatus("a", 0, "finished", 30, seconds=3600.0, left=0.0,
+    ...                                 cpu_seconds=3000.0, cpu_left=0.0),
     ...                      SeedStatus("a", 1, "under way", 30, epoch=10, seconds=1200.0, left=2400.0, pid="42",
     ...                                 cpu_seconds=1000.0, cpu_left=2000.0),
     ...                      SeedStatus("a", 2, "to run", 30, left=3600.0, cpu_left=3000.0)]))
