@@ -34,4 +34,3 @@ def test_docstring_examples_run(name, offline_env, tmp_path, monkeypatch):
         (tmp_path / folder).symlink_to(ROOT / folder)
     monkeypatch.chdir(tmp_path)  # examples that save files (zoo.save_pretrained) write them here
     assert_examples_pass(EXAMPLES[name])
-

@@ -105,7 +105,6 @@ def test_with_no_finished_seed_the_seeds_under_way_set_the_pace(tmp_path, recipe
     assert (rows[2].state, rows[2].left) == ("to run", pytest.approx(10.0 * epochs))
 
 
-
 def test_cpu_time_left_from_the_runs_that_recorded_it(tmp_path, recipes):
     """Seeds 0-1 finished with CPU time (wall 200 and 400 s, CPU 100 and 300 s); seed 2 has run 4
     epochs at 5 s of CPU each and 1 s into the fifth; seed 3 was begun before CPU time was recorded,
@@ -116,7 +115,8 @@ def test_cpu_time_left_from_the_runs_that_recorded_it(tmp_path, recipes):
     base = run_folder(recipe, tmp_path)
     for seed, (wall, cpu) in enumerate([(200.0, 100.0), (400.0, 300.0)]):
         (base / f"seed{seed}").mkdir(parents=True)
-        (base / f"seed{seed}" / "metrics.json").write_text(json.dumps({"seed": seed, "train_seconds": wall, "train_cpu_seconds": cpu}))
+        metrics = {"seed": seed, "train_seconds": wall, "train_cpu_seconds": cpu}
+        (base / f"seed{seed}" / "metrics.json").write_text(json.dumps(metrics))
     (base / "seed2").mkdir()
     save_checkpoint({"state": {"epoch": 4, "train_seconds": 40.0, "train_cpu_seconds": 20.0},
                      "partial": {"trained": 2, "seconds": 3.0, "cpu_seconds": 1.0}}, base / "seed2" / "last.pt")
