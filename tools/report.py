@@ -24,8 +24,8 @@ baseline)": per dataset, the model with the best mean test score (the paper's Ta
 but never ranked or tested.
 
 --plots DIR writes the LTGA paper's Figures 2, 3, 4, 5, 7, 9 and 11 (zoo.analysis.figures.plots)
-from the same runs (those of --models and --reference, if given) and names on stderr each file written and each
-figure or run left out, with what is missing. With --paper, Figure 2 ranks over the paper's datasets only.
+and names on stderr each file written and each figure or run left out, with what is missing. --diagnostics,
+--pruning, --timing and --plots draw on the table's rows in its order: --models, then --reference. With --paper, Figure 2 ranks over the paper's datasets only.
 It needs matplotlib (pip install -e '.[plots]').
 
 Seeds whose training diverged (their diverged.json) have no result; a section after the table names
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                          + "".join(f"* {row['recipe']} seed {row['seed']}: {row['message']}\n" for row in diverged))
         if args.diagnostics or args.pruning or args.timing or args.plots:
             every_run = collect_runs(args.paths)
-            runs = every_run[every_run.model.isin(models)] if models else every_run
+            runs = _table_rows(every_run, models, args.reference)
         gps_diagnostics = args.diagnostics and bool(mechanism_runs(runs))
         if args.diagnostics and (not gps_diagnostics or _has_ltga_diagnostics(runs, args.agreement)):
             markdown += "\n## Attention diagnostics\n\n" + render_diagnostics(diagnostics_table(runs, args.agreement))
@@ -125,9 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             markdown += "\n## Pruning validity\n\n" + render_pruning(pruning_table(runs))
         if args.timing:
             markdown += "\n## Training time\n\n" + render_timing(timing_table(runs))
-        if args.plots:  # the table's models: --models and the reference
-            shown = every_run[every_run.model.isin([*models, args.reference])] if models else every_run
-            _write_figures(shown, figure_table(table, args.paper), args.plots, args.alpha)
+        if args.plots:
+            _write_figures(runs, figure_table(table, args.paper), args.plots, args.alpha)
     except (ReportError, RecipeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -150,6 +149,16 @@ def _write_figures(runs, table, folder: Path, alpha: float) -> None:
         print(f"note: {note}", file=sys.stderr)
     for path in written.values():
         print(f"wrote {path}", file=sys.stderr)
+
+
+def _table_rows(every_run, models: list[str] | None, reference: str | None):
+    """The runs of the results table's rows, in its order: --models, then --reference (every run
+    without --models)."""
+    if not models:
+        return every_run
+    order = list(dict.fromkeys([*models, *([reference] if reference else [])]))
+    chosen = every_run[every_run.model.isin(order)]
+    return chosen.iloc[chosen.model.map(order.index).to_numpy().argsort(kind="stable")]
 
 
 def _has_ltga_diagnostics(runs, agreement: str) -> bool:

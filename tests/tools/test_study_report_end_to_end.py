@@ -43,3 +43,10 @@ def test_study_recipes_train_and_report_their_mechanism_tables(offline_env, esol
     assert "| zinc_cpu_no_gate | esol | 2 |" in mechanism  # entropy and stable rank rows of both
     assert "| siggate_gt output sigmoid per-head | MAD |" in mechanism and "| gps | MAD |" in mechanism
     assert "## Attention diagnostics" not in text  # no LTGA run here
+
+    # --models picks the mechanism tables' rows in its order, and --reference joins them last
+    assert load_tool("report").main([str(out), "--models", "zinc_cpu_no_gate", "--reference", "zinc_cpu_g1",
+                                     "--diagnostics"]) == 0
+    entropy = capsys.readouterr().out.split("### Attention entropy")[1].split("###")[0]
+    rows = [line.split(" | ")[0] for line in entropy.splitlines() if line.startswith("| zinc_cpu")]
+    assert rows == ["| zinc_cpu_no_gate", "| zinc_cpu_g1"]
