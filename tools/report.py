@@ -24,9 +24,10 @@ baseline)": per dataset, the model with the best mean test score (the paper's Ta
 but never ranked or tested.
 
 --plots DIR writes the LTGA paper's Figures 2, 3, 4, 5, 7, 9 and 11 (zoo.analysis.figures.plots)
-and names on stderr each file written and each figure or run left out, with what is missing. --diagnostics,
---pruning, --timing and --plots draw on the table's rows in its order: --models, then --reference. With --paper, Figure 2 ranks over the paper's datasets only.
-It needs matplotlib (pip install -e '.[plots]').
+and names on stderr each file written and each figure or run left out, with what is missing. With
+--paper, Figure 2 ranks over the paper's datasets only. It needs matplotlib (pip install -e '.[plots]').
+--diagnostics, --pruning, --timing and --plots draw on the table's rows, in its order: --models, then
+--reference.
 
 Seeds whose training diverged (their diverged.json) have no result; a section after the table names
 them with their message.
