@@ -73,9 +73,10 @@ def test_a_recipe_with_no_finished_seed_is_not_estimated(tmp_path, recipes):
     assert [(row.state, row.left) for row in rows] == [("to run", None), ("to run", None)]
     text = format_status(rows)
     assert "texas_gcn  -         -     -         -          0-1     ?           ?" in text
-    assert "Training time left: not estimated, no recipe has a finished seed or whole epoch under way yet." in text
-    assert ("CPU time left: not estimated, no recipe has a finished seed or whole epoch under way that recorded its "
-            "CPU time yet.") in text
+    assert ("Training time left: not estimated, no recipe with runs left has a finished seed or whole epoch "
+            "under way yet.") in text
+    assert ("CPU time left: not estimated, no recipe with runs left has a finished seed or whole epoch under way "
+            "that recorded its CPU time yet.") in text
     assert not (tmp_path / recipe.name).exists()  # looking creates nothing
 
 
@@ -159,8 +160,16 @@ def test_table_lists_seed_ranges_and_totals():
     assert lines[4] == "6 runs: 4 finished, 0 twin, 0 diverged, 1 under way, 1 to run."
     assert lines[5] == "Training time left: 2.1 h."
     rows.append(SeedStatus("c", 0, "to run", 10))
-    assert format_status(rows).splitlines()[6] == ("Training time left: 2.1 h for 6 runs; 1 runs of recipes with no "
-                                                   "finished seed or whole epoch under way are not estimated.")
+    assert format_status(rows).splitlines()[6] == ("Training time left: 2.1 h for 2 runs; 1 run of recipes with no "
+                                                   "finished seed or whole epoch under way is not estimated.")
+    # finished seeds count as nothing left, not as estimated runs: a recipe whose runs left are all
+    # unknown shows "?", and one with none left "0.0"
+    rows = [SeedStatus("a", 0, "finished", 10, seconds=360.0, left=0.0, cpu_left=0.0),
+            SeedStatus("a", 1, "to run", 10, left=360.0), SeedStatus("b", 0, "finished", 10, left=0.0)]
+    lines = format_status(rows).splitlines()
+    assert lines[1].split()[-2:] == ["0.1", "?"] and lines[2].split()[-2:] == ["0.0", "0.0"]
+    assert lines[6] == ("CPU time left: not estimated, no recipe with runs left has a finished seed or whole epoch "
+                        "under way that recorded its CPU time yet.")
 
 
 def test_status_flag_trains_nothing(offline_env, tmp_path, capsys):

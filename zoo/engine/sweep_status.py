@@ -32,6 +32,7 @@ from zoo.engine.recipe import Recipe
 from zoo.engine.run_lock import holder_of
 
 STATES = ("finished", "twin", "diverged", "under way", "to run")
+TO_TRAIN = ("under way", "to run")  # the states whose time left counts
 
 
 @dataclasses.dataclass
@@ -144,7 +145,8 @@ def format_status(rows: list[SeedStatus]) -> str:
                                        + (f", pid {row.pid})" if row.pid else ")") for row in picked) or "-")
             else:
                 cells.append(_seed_ranges([row.seed for row in picked]))
-        cells += [_hours([row.left for row in own]), _hours([row.cpu_left for row in own])]
+        left = [row for row in own if row.state in TO_TRAIN]
+        cells += [_hours([row.left for row in left]), _hours([row.cpu_left for row in left])]
         table.append(cells)
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
@@ -152,10 +154,11 @@ def format_status(rows: list[SeedStatus]) -> str:
     now = f" ({training} training now)" if training else ""
     counts = ", ".join(f"{sum(row.state == state for row in rows)} {state}" + (now if state == "under way" else "")
                        for state in STATES)
+    left = [row for row in rows if row.state in TO_TRAIN]
     lines += ["", f"{len(rows)} runs: {counts}.",
-              _left_line("Training time left", "h", [row.left for row in rows],
+              _left_line("Training time left", "h", [row.left for row in left],
                          "finished seed or whole epoch under way"),
-              _left_line("CPU time left", "h of one core", [row.cpu_left for row in rows],
+              _left_line("CPU time left", "h of one core", [row.cpu_left for row in left],
                          "finished seed or whole epoch under way that recorded its CPU time"),
               "(train_seconds and train_cpu_seconds, at the pace of each recipe's finished seeds, or of its seeds "
               "under way when none has finished; evaluation not included)"]
@@ -163,18 +166,26 @@ def format_status(rows: list[SeedStatus]) -> str:
 
 
 def _left_line(label: str, unit: str, lefts: list[float | None], lacking: str) -> str:
-    """``label``'s total of ``lefts`` in hours, with the count of runs not estimated because their
-    recipes have no ``lacking``."""
+    """``label``'s total of ``lefts`` (one per run still to train) in hours, with the count of runs
+    not estimated because their recipes have no ``lacking``."""
     unknown = sum(left is None for left in lefts)
-    if unknown == len(lefts):
-        return f"{label}: not estimated, no recipe has a {lacking} yet."
+    if lefts and unknown == len(lefts):
+        return f"{label}: not estimated, no recipe with runs left has a {lacking} yet."
     line = f"{label}: {_hours([left for left in lefts if left is not None])} {unit}"
     if unknown:
-        line += f" for {len(lefts) - unknown} runs; {unknown} runs of recipes with no {lacking} are not estimated"
+        line += (f" for {_runs(len(lefts) - unknown)}; {_runs(unknown)} of recipes with no {lacking} "
+                 f"{'is' if unknown == 1 else 'are'} not estimated")
     return line + "."
 
 
+def _runs(count: int) -> str:
+    return f"{count} run" + ("" if count == 1 else "s")
+
+
 def _hours(seconds: list[float | None]) -> str:
+    """Hours left of the runs still to train: ``?`` where none is estimated, ``+?`` where some are not."""
+    if not seconds:
+        return "0.0"
     known = [s for s in seconds if s is not None]
     text = f"{sum(known) / 3600:.1f}" if known else "?"
     return text + ("+?" if known and len(known) < len(seconds) else "")
