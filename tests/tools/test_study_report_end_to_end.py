@@ -44,9 +44,10 @@ def test_study_recipes_train_and_report_their_mechanism_tables(offline_env, esol
     assert "| siggate_gt output sigmoid per-head | MAD |" in mechanism and "| gps | MAD |" in mechanism
     assert "## Attention diagnostics" not in text  # no LTGA run here
 
-    # --models picks the mechanism tables' rows in its order, and --reference joins them last
+    # --models picks the rows of the mechanism and timing tables in its order, and --reference joins them last
     assert load_tool("report").main([str(out), "--models", "zinc_cpu_no_gate", "--reference", "zinc_cpu_g1",
-                                     "--diagnostics"]) == 0
-    entropy = capsys.readouterr().out.split("### Attention entropy")[1].split("###")[0]
-    rows = [line.split(" | ")[0] for line in entropy.splitlines() if line.startswith("| zinc_cpu")]
-    assert rows == ["| zinc_cpu_no_gate", "| zinc_cpu_g1"]
+                                     "--diagnostics", "--timing"]) == 0
+    text = capsys.readouterr().out
+    for section in (text.split("### Attention entropy")[1].split("###")[0], text.split("## Training time")[1]):
+        rows = [line.split(" | ")[0] for line in section.splitlines() if line.startswith("| zinc_cpu")]
+        assert rows == ["| zinc_cpu_no_gate", "| zinc_cpu_g1"]

@@ -36,7 +36,7 @@ from zoo.analysis.counterfactuals import LABEL_AGREEMENTS
 from zoo.analysis.depth_report import depth_table, render_depth
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError, per_seed_rows
-from zoo.analysis.tables import PERCENT_METRICS, order_datasets
+from zoo.analysis.tables import PERCENT_METRICS, in_run_order
 
 AGREEMENT_NOTES = {
     "pairs": "share of pruned / kept edges (between training nodes) whose ends share a label.",
@@ -98,10 +98,9 @@ def diagnostics_table(runs: pd.DataFrame, agreement: str = "pairs") -> pd.DataFr
     table = pd.DataFrame()
     if rows:
         frame = pd.DataFrame(rows)
-        order = {name: i for i, name in enumerate(order_datasets(frame.dataset))}
         table = frame.drop(columns="seed").groupby(["model", "dataset"]).mean()
         table["n"] = frame.groupby(["model", "dataset"]).size()
-        table = table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+        table = in_run_order(table, runs)
     # rendered here: pandas copies attrs into every derived frame, and compares them on concat
     sections = [("Depth and over-smoothing (the LTGA paper's Table 19)", depth, render_depth),
                 ("Ablations (the LTGA paper's Tables 13-18)", ablation, render_ablation)]

@@ -25,7 +25,7 @@ import pandas as pd
 from zoo.analysis.counterfactuals import LABEL_AGREEMENTS
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError, per_seed_rows
-from zoo.analysis.tables import PERCENT_METRICS, order_datasets
+from zoo.analysis.tables import PERCENT_METRICS, in_run_order
 
 COLUMNS = ("sparsity", "learned", "all_edges", "random", "agree_pruned", "agree_kept")
 
@@ -71,8 +71,7 @@ def pruning_table(runs: pd.DataFrame) -> pd.DataFrame:
     groups = frame.groupby(["model", "dataset"])
     table = groups.mean().join(groups.std().add_suffix("_sd"))
     table["n"] = groups.size()
-    order = {name: i for i, name in enumerate(order_datasets(frame.dataset))}
-    return table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+    return in_run_order(table, runs)
 
 
 def render_pruning(table: pd.DataFrame) -> str:

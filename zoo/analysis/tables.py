@@ -65,6 +65,14 @@ def order_datasets(datasets) -> list[str]:
     return known + sorted(set(datasets) - set(known))
 
 
+def in_run_order(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``table``, indexed by (model, dataset), with its models in the order they first appear in
+    ``runs`` (``tools/report.py --models``' order) and its datasets in the paper's column order."""
+    ranks = {"model": {m: i for i, m in enumerate(pd.unique(runs.model))},
+             "dataset": {d: i for i, d in enumerate(order_datasets(table.index.get_level_values("dataset")))}}
+    return table.sort_index(key=lambda index: index.map(ranks[index.name]))
+
+
 def _scores(df: pd.DataFrame, metric: str, split: str, oracle: bool = False) -> pd.DataFrame:
     """``df`` plus ``score`` (``metric`` on ``split``), ``val_main`` and, for an oracle row,
     ``test_main``, in percent where that fits."""

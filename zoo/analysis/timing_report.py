@@ -24,7 +24,7 @@ import pandas as pd
 
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError, per_seed_rows
-from zoo.analysis.tables import LOWER_IS_BETTER, order_datasets
+from zoo.analysis.tables import LOWER_IS_BETTER, in_run_order
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -101,8 +101,7 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
         "last_gain_max": groups.last_gain.max(),
         "nan_epochs": groups.nan_epochs.sum(),
         "nan_seeds": groups.nan_epochs.agg(lambda counts: int((counts > 0).sum()))})
-    order = {name: i for i, name in enumerate(order_datasets(table.index.get_level_values("dataset")))}
-    return table.sort_index(key=lambda index: index.map(order) if index.name == "dataset" else index)
+    return in_run_order(table, runs)
 
 
 def render_timing(table: pd.DataFrame) -> str:
