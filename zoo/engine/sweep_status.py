@@ -155,7 +155,7 @@ def format_status(rows: list[SeedStatus]) -> str:
     counts = ", ".join(f"{sum(row.state == state for row in rows)} {state}" + (now if state == "under way" else "")
                        for state in STATES)
     left = [row for row in rows if row.state in TO_TRAIN]
-    lines += ["", f"{len(rows)} runs: {counts}.",
+    lines += ["", f"{_runs(len(rows))}: {counts}.",
               _left_line("Training time left", "h", [row.left for row in left],
                          "finished seed or whole epoch under way"),
               _left_line("CPU time left", "h of one core", [row.cpu_left for row in left],
