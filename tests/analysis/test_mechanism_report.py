@@ -140,8 +140,8 @@ def test_depth_table_tests_each_row_against_g1_paired_by_seed(tmp_path):
     assert (pairs.loc[4, "test"], pairs.loc[8, "test"], pairs.loc[4, "n"]) == ("t", "wilcoxon", 3)
     assert pairs.loc[8, ["diff", "p", "holm"]].tolist() == pytest.approx([-0.015, 0.5, max(2 * p4, 0.5)])
     text = render_mechanism(collect_runs(root))
-    assert (f"| gps | G1 − this row, mae, paired (p, Holm) | -0.0233 ({p4:.3f}, {2 * p4:.3f}), n 3 | -0.0150 (0.500, "
-            f"{max(2 * p4, 0.5):.3f}), n 2 | - |") in text
+    assert (f"| gps | G1 − this row, mae, paired (test p, Holm) | -0.0233 (t {p4:.3f}, {2 * p4:.3f}), n 3 | "
+            f"-0.0150 (wilcoxon 0.500, {max(2 * p4, 0.5):.3f}), n 2 | - |") in text
 
 def test_ten_layer_zinc_models_get_the_papers_tables_13_and_15(tmp_path):
     root = tmp_path / "runs"

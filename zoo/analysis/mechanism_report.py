@@ -329,9 +329,9 @@ def _render_depth(table: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
             tested = pairs.xs((dataset, label, family), level=["dataset", "variant", "family"])
             name = f"{label} [{family}]" if label in twice else label
             reference = "G1" if tested.reference.iloc[0] == G1 else tested.reference.iloc[0]
-            rows.append([name, f"{reference} − this row, {metric}, paired (p, Holm)"] + [
-                f"{scale * tested.loc[d, 'diff']:+{digits}} ({tested.loc[d, 'p']:.3f}, {tested.loc[d, 'holm']:.3f}), "
-                f"n {tested.loc[d, 'n']}" if d in tested.index else "-" for d in depths])
+            rows.append([name, f"{reference} − this row, {metric}, paired (test p, Holm)"] + [
+                f"{scale * tested.loc[d, 'diff']:+{digits}} ({tested.loc[d, 'test']} {tested.loc[d, 'p']:.3f}, "
+                f"{tested.loc[d, 'holm']:.3f}), n {tested.loc[d, 'n']}" if d in tested.index else "-" for d in depths])
         lines += ["", f"{dataset} (recipes: {'; '.join(sorted(set(block.models)))})", ""]
         lines += markdown_table(["model", "", *(f"{d} layers" for d in depths)], rows)
     return lines[1:]
@@ -398,8 +398,8 @@ def render_mechanism(runs: pd.DataFrame) -> str:
          "mean ± sd over seeds; MAD % of the shallowest depth: that depth's MAD kept, as the paper's Section 8.3 "
          "(its 73% and 51% are 16 over 4 layers); the metric is the test main metric (mean ± sd). Runs whose "
          "recipes differ only in model.layers share a row; paired: SigGate-GT's test metric (G1; else the first "
-         "row's) minus the row's, on the seeds both have at that depth, mean, with the p of a paired t-test "
-         "(Wilcoxon where Shapiro rejects normality) and that p Holm-corrected over the row's depths. "
+         "row's) minus the row's, on the seeds both have at that depth, mean, with the paired test (t; wilcoxon "
+         "where Shapiro rejects normality), its p, and that p Holm-corrected over the row's depths. "
          "[bracketed], on ZINC and ZINC-SMILES: the SigGate-GT paper's Table 12 (canonical ZINC, 2000 epochs; "
          "its MAD ratios for the kept share)."),
         ("Exact zeros and the learned index of the global attention per layer",
