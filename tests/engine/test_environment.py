@@ -1,11 +1,13 @@
-"""environment(): the versions, threads and git commit a run records."""
+"""environment(): the versions, threads, CPU and git commit a run records; record_environment(): and
+those it ran in before it resumed."""
+import json
 import subprocess
 from pathlib import Path
 
 import torch
 
 import zoo
-from zoo.engine.environment import environment, git_commit
+from zoo.engine.environment import environment, git_commit, record_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,6 +21,25 @@ def test_environment_records_versions_threads_and_commit():
     assert env["zoo"] == zoo.__version__ and env["torch_threads"] == torch.get_num_threads()
     assert env["packages"]["torch"] == torch.__version__.split("+")[0]
     assert env["git_commit"].removesuffix("-dirty") == _git(ROOT, "rev-parse", "HEAD")
+    assert env["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability() and env["cpu"]["model"]
+
+
+def test_a_resumed_run_keeps_each_different_environment_it_ran_in(tmp_path):
+    path = tmp_path / "environment.json"
+    a, b = environment() | {"git_commit": "a"}, environment() | {"cpu": {"model": "another CPU", "capability": "AVX2"}}
+    path.write_text(json.dumps(a))
+    record_environment(tmp_path, resumed=False)  # a fresh start replaces it
+    assert "earlier" not in json.loads(path.read_text())
+    path.write_text(json.dumps(a))
+    record_environment(tmp_path, resumed=True)
+    path.write_text(json.dumps(json.loads(path.read_text()) | b))  # its second segment ran on another machine
+    record_environment(tmp_path, resumed=True)
+    record_environment(tmp_path, resumed=True)  # the same environment again adds nothing
+    record = json.loads(path.read_text())
+    assert record["earlier"] == [a, b] and record | {"earlier": None} == environment() | {"earlier": None}
+    path.write_text("not json")
+    record_environment(tmp_path, resumed=True)
+    assert json.loads(path.read_text()) == environment()
 
 
 def test_git_commit_names_the_head_and_a_dirty_tree(tmp_path):

@@ -53,6 +53,13 @@ def test_a_seed_that_fails_after_a_checkpoint_is_kept_for_resume(tmp_path, monke
         experiment.run_recipe(recipe, tmp_path / "runs")
     seed_dir = experiment.run_folder(recipe, tmp_path / "runs") / "seed0"
     assert {p.name for p in seed_dir.iterdir()} == {"config.yaml", "environment.json", "last.pt"}
+    # the resume runs elsewhere: the first segment's environment is kept under "earlier"
+    first = json.loads((seed_dir / "environment.json").read_text()) | {"git_commit": "an earlier commit"}
+    (seed_dir / "environment.json").write_text(json.dumps(first))
+    with pytest.raises(KeyboardInterrupt):
+        experiment.run_recipe(recipe, tmp_path / "runs")
+    record = json.loads((seed_dir / "environment.json").read_text())
+    assert record["earlier"] == [first] and record["git_commit"] != "an earlier commit"
 
 
 def test_random_split_cards_load_once_per_seed(tmp_path, monkeypatch):

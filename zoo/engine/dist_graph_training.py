@@ -41,7 +41,7 @@ from zoo.engine.checkpoint import save_checkpoint, write_json
 from zoo.engine.distributed import all_sum, barrier, init_from_env, is_main, say, stop_together, world
 from zoo.engine.divergence import (DIVERGED, TrainingDiverged, check_loss, record_divergence, recorded_divergence,
                                    still_diverged)
-from zoo.engine.environment import environment
+from zoo.engine.environment import record_environment
 from zoo.engine.epoch_loop import CHECKPOINT_EVERY, LAST, finish, overflow_is_divergence, run_epochs
 from zoo.engine.experiment import run_folder
 from zoo.engine.index_training import (build_index_optimizer, index_trajectory, shannon_prior,
@@ -178,6 +178,8 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
                 for name in (DIVERGED, LAST):
                     (run_dir / name).unlink(missing_ok=True)
             barrier()
+        if is_main():
+            record_environment(run_dir, resumed=(run_dir / LAST).exists())
         try:
             state = run_epochs(model=model, optimizers=optimizers, run_dir=run_dir, epochs=recipe.optim.epochs,
                                patience=recipe.optim.patience, train_epoch=train_epoch, monitor="val_loss", mode="min",
@@ -205,7 +207,6 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
         atomic_write(run_dir / "config.yaml", lambda handle: handle.write(text))
         save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
                         run_dir / "best.pt")
-        write_json(environment(), run_dir / "environment.json")
         write_json(metrics, run_dir / "metrics.json")
         finish(run_dir)
         return metrics

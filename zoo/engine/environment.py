@@ -1,6 +1,7 @@
-"""What a run was made with: library versions, threads and the git commit."""
+"""What a run was made with: library versions, threads, the CPU and the git commit."""
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 from importlib import metadata
@@ -10,6 +11,7 @@ import torch
 
 from zoo._version import __version__
 from zoo.engine.allocator import allocator_setting
+from zoo.engine.checkpoint import write_json
 
 PACKAGES = ("torch", "dgl", "numpy", "torchmetrics", "ogb", "dgllife", "rdkit")
 
@@ -27,9 +29,50 @@ def git_commit(repo: Path = Path(__file__).resolve().parents[2]) -> str:
         return "unknown"
 
 
+def cpu() -> dict:
+    """The CPU, on which float rounding depends: its model name (``/proc/cpuinfo``, else
+    ``platform.processor()``) and the vector path torch's kernels take here."""
+    model = platform.processor()
+    try:
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"model": model or "unknown", "capability": torch.backends.cpu.get_cpu_capability()}
+
+
+def record_environment(folder: str | Path, resumed: bool) -> None:
+    """Write ``folder/environment.json``: this process's :func:`environment`. A run that resumes
+    keeps, under ``earlier`` (oldest first), each different environment it ran in before, so a
+    seed trained across sessions, commits or machines names them all.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> (folder / "environment.json").write_text('{"git_commit": "abc", "zoo": "0.0.9"}')
+    37
+    >>> record_environment(folder, resumed=True)
+    >>> record = json.loads((folder / "environment.json").read_text())
+    >>> record["earlier"], record["git_commit"] == git_commit()
+    ([{'git_commit': 'abc', 'zoo': '0.0.9'}], True)
+    """
+    path = Path(folder) / "environment.json"
+    now = environment()
+    if resumed and path.is_file():
+        try:
+            before = json.loads(path.read_text())
+        except ValueError:  # not JSON: nothing to keep
+            before = {}
+        earlier = before.pop("earlier", []) if isinstance(before, dict) else []
+        if isinstance(before, dict) and before and before != now:
+            earlier.append(before)
+        if earlier:
+            now["earlier"] = earlier
+    write_json(now, path)
+
+
 def environment() -> dict:
-    """Versions of Python, zoo and its key dependencies, the platform, torch threads and the
-    malloc setting (:mod:`zoo.engine.allocator`)."""
+    """Versions of Python, zoo and its key dependencies, the platform, the CPU, torch threads and
+    the malloc setting (:mod:`zoo.engine.allocator`)."""
     versions = {}
     for name in PACKAGES:
         try:
@@ -39,6 +82,7 @@ def environment() -> dict:
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "cpu": cpu(),
         "zoo": __version__,
         "git_commit": git_commit(),
         "torch_threads": torch.get_num_threads(),

@@ -17,7 +17,8 @@ from zoo.engine.checkpoint import CheckpointError, write_json
 from zoo.engine.distributed import (all_sum, barrier, init_from_env, is_main, load_once_per_machine, main_first,
                                     requested_world_size, say)
 from zoo.engine.divergence import DIVERGED, TrainingDiverged, record_divergence, recorded_divergence, still_diverged
-from zoo.engine.environment import environment
+from zoo.engine.environment import record_environment
+from zoo.engine.epoch_loop import LAST
 from zoo.engine.graph_trainer import train_graph_model
 from zoo.engine.node_trainer import train_node_classifier
 from zoo.engine.recipe import Recipe, RecipeError
@@ -116,7 +117,7 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                 if rank0:
                     _write_config(base, resolved)  # every job of a shared sweep writes it: whole or not at all
                     _write_config(seed_dir, resolved)
-                    write_json(environment(), seed_dir / "environment.json")
+                    record_environment(seed_dir, resumed=(seed_dir / LAST).exists())
                 try:
                     metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
                 except TrainingDiverged as err:  # every rank raises it (loss all-reduced, overflow agreed)
