@@ -99,8 +99,7 @@ def _torchrun(*args, timeout=TIMEOUT, fails=False):
     if fails:
         assert launch.returncode != 0
         return stderr
-    assert launch.returncode == 0, "\n".join(line for line in stderr.splitlines()
-                                             if "Error" in line or "Traceback" in line or "File " in line)[-4000:]
+    assert launch.returncode == 0, stderr[-6000:]  # the ranks' tracebacks and torchrun's exit codes
 
 
 def test_two_ranks_train_graphs_like_one_process(tmp_path):
