@@ -68,6 +68,17 @@ def test_model_card_records_the_model_its_data_and_the_environment():
     assert card["parent"] == "from scratch" and "featurizer" not in card
     assert card["zoo_version"] == zoo.__version__ and card["git_commit"] == env["git_commit"]
     assert card["versions"] == {"python": env["python"], **env["packages"]}
+    assert "earlier_environments" not in card  # trained in one environment
+
+
+def test_model_card_names_every_environment_of_a_resumed_run():
+    recipe = build_recipe({"dataset": "zinc_smiles", "name": "toy", "task": "graph_regression", "model": MODEL})
+    model = create_model("siggate_gt", num_outputs=1, **{k: v for k, v in MODEL.items() if k != "name"})
+    metrics = {"main_metric": "mae", "best_epoch": 4, "final": {"val": {"mae": 0.2}, "test": {"mae": 0.3}}}
+    first, second = {"git_commit": "aaa", "zoo": "0.1"}, {"git_commit": "bbb", "zoo": "0.1"}
+    env = environment() | {"earlier": [first, second]}
+    card = model_card("toy", model, recipe, metrics, env, num_outputs=1, split={}, target_columns=(), command="cmd")
+    assert card["earlier_environments"] == [first, second] and card["git_commit"] == env["git_commit"]
 
 
 def test_export_run_writes_a_loadable_card(finished_run, tmp_path):

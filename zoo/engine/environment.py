@@ -62,8 +62,10 @@ def record_environment(folder: str | Path, resumed: bool) -> None:
             before = json.loads(path.read_text())
         except ValueError:  # not JSON: nothing to keep
             before = {}
-        earlier = before.pop("earlier", []) if isinstance(before, dict) else []
-        if isinstance(before, dict) and before and before != now:
+        if not isinstance(before, dict):  # JSON, but not a record: nothing to keep
+            before = {}
+        earlier = before.pop("earlier", [])
+        if before and before != now:
             earlier.append(before)
         if earlier:
             now["earlier"] = earlier

@@ -35,7 +35,8 @@ def model_card(name: str, model: torch.nn.Module, recipe: Recipe, metrics: dict,
     """The card of ``model``, trained by ``recipe``, as plain JSON data.
 
     ``metrics``: what the graph trainer returned (``metrics.json``); ``environment``: what
-    :func:`zoo.engine.environment.environment` recorded for the training process. ``featurizer``:
+    :func:`zoo.engine.environment.record_environment` recorded for the training process; a run
+    resumed in other environments (commits, machines) lists them under ``earlier_environments``. ``featurizer``:
     the spec of the featurizer of the training data; the model arguments it implies (e.g.
     dgllife's ``atom_features``) join ``model_args``. ``extra`` keys (e.g. a fine-tuned model's
     ``parent``) are added as given.
@@ -65,6 +66,7 @@ def model_card(name: str, model: torch.nn.Module, recipe: Recipe, metrics: dict,
         "zoo_version": environment.get("zoo"),
         "git_commit": environment.get("git_commit"),
         "versions": {"python": environment.get("python"), **(environment.get("packages") or {})},
+        **({"earlier_environments": environment["earlier"]} if environment.get("earlier") else {}),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     return json.loads(json.dumps(card, default=str))
