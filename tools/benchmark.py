@@ -18,7 +18,9 @@
     OMP_NUM_THREADS=1 python tools/benchmark.py gps --recipe recipes/molhiv_cpu_siggate.yaml --models siggate_gt \
         --batch-size 256 --dataset molhiv --min-width 64 --clock cpu --repeats 9   # size groups from 32 vs 64 nodes
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
-    python tools/benchmark.py logits                    # edge_gatv2_logits vs the materialised [E, H, F] logits
+    python tools/benchmark.py logits                    # edge_gatv2_logits (fused, pure torch) vs the materialised
+                                                        # [E, H, F] logits
+    python tools/benchmark.py logits --without-materialised   # fused vs pure torch only (no 9 GB peak)
     python tools/benchmark.py scale                     # LTGA-Edge seeds/s and peak RSS: full batch vs mini-batch
                                                         # vs 2 torchrun ranks, synthetic graphs of 1e5 and 1e6 nodes
     python tools/benchmark.py scale --nodes 2000 --batches 2   # a tiny run (seconds)
@@ -87,7 +89,8 @@ def _aggregate(args: argparse.Namespace) -> None:
 
 def _logits(args: argparse.Namespace) -> None:
     benchmark_logits(nodes=args.nodes, edges=int(float(args.edges)), heads=args.heads, feats=args.features,
-                     repeats=args.repeats, chunk_powers=tuple(args.chunk_powers))
+                     repeats=args.repeats, chunk_powers=tuple(args.chunk_powers),
+                     materialised=not args.without_materialised)
 
 
 def _scale(args: argparse.Namespace) -> None:
@@ -158,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         op.add_argument("--repeats", type=int, default=repeats, help="timed runs per op (median)")
         if name == "logits":
             op.add_argument("--chunk-powers", type=int, nargs="+", default=[], metavar="K",
-                            help="also time edge_gatv2_logits with chunks of 2^K elements (e.g. 14 16 18 20 24)")
+                            help="also time edge_gatv2_logits' pure-torch path with chunks of 2^K elements "
+                                 "(e.g. 14 16 18 20 24)")
+            op.add_argument("--without-materialised", action="store_true",
+                            help="leave out the materialised logits (about 9 GB at the defaults); ratios are then "
+                                 "to the pure-torch path")
         op.set_defaults(func=run)
     scale = commands.add_parser("scale", help="seeds/s and peak RSS: full batch, mini-batch, 2 ranks (issue 17)")
     scale.add_argument("--nodes", nargs="+", default=["1e5", "1e6"], help="synthetic graph sizes in nodes "

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from tests.ops.graphs import make_graph
-from zoo.ops import _fused, edge_entmax, edge_qsoftmax, edge_sparsemax
+from zoo.ops import _fused, edge_entmax, edge_gatv2_logits, edge_qsoftmax, edge_sparsemax
 
 HEADS = 3  # not a multiple of the SIMD width: partial vectors everywhere
 
@@ -184,3 +184,64 @@ def test_not_converged_warns_on_both_paths():
     for fused in (True, False):
         with pytest.warns(RuntimeWarning, match=r"edge_entmax: threshold not converged in max_iter=1 Newton"):
             run(edge_entmax, graph, z, 1.5, fused, n_bisect=0, max_iter=1)
+
+
+# ---- edge_gatv2_logits: one fused loop per edge against the chunked pure-torch path ---------------
+
+def gatv2_run(graph, dtype, fused, heads=HEADS, feats=5, edge_term=False, seed=0):
+    """Logits and the gradients of feat_src, feat_dst, attn (and edge_term) of ``sum(logits * w)``."""
+    gen = torch.Generator().manual_seed(seed)
+    make = lambda *shape: torch.randn(*shape, generator=gen, dtype=dtype).requires_grad_()  # noqa: E731
+    inputs = [make(graph.num_src_nodes(), heads, feats), make(graph.num_dst_nodes(), heads, feats), make(heads, feats)]
+    inputs += [make(graph.num_edges(), heads, feats)] if edge_term else []
+    w = torch.randn(graph.num_edges(), heads, generator=gen, dtype=dtype)
+    with contextlib.nullcontext() if fused else _fused.disabled():
+        assert _fused.usable(inputs[0]) == fused
+        out = edge_gatv2_logits(graph, *inputs[:3], 0.2, *inputs[3:])
+        grads = torch.autograd.grad((out * w).sum(), inputs)
+    return [out.detach(), *grads]
+
+
+def assert_gatv2_paths_agree(graph, dtype, **kwargs):
+    fused, pure = gatv2_run(graph, dtype, True, **kwargs), gatv2_run(graph, dtype, False, **kwargs)
+    double = dtype == torch.float64
+    for got, want in zip(fused, pure):  # sums of up to a few hundred edges' terms, in another order
+        scale = float(want.abs().max()) + 1
+        torch.testing.assert_close(got, want, atol=(1e-12 if double else 1e-5) * scale, rtol=1e-10 if double else 1e-4)
+    return fused
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("heads, feats", [(1, 1), (3, 5), (2, 11), (8, 16)])  # F around the vector width
+def test_gatv2_logits_paths_agree(heads, feats, dtype):
+    """Power-law in-degrees: hubs of up to 300 in-edges, nodes without in- or out-edges, loops."""
+    graph = dgl.add_nodes(power_law_graph(seed=10), 3)  # and three isolated nodes
+    assert (graph.in_degrees() == 0).any() and (graph.out_degrees() == 0).any()
+    fused = assert_gatv2_paths_agree(graph, dtype, heads=heads, feats=feats, edge_term=heads == 2)
+    assert bool((fused[1][graph.out_degrees() == 0] == 0).all())  # a source of no edge gets no gradient
+
+
+def test_gatv2_logits_on_blocks_and_int32_graphs():
+    graph = power_law_graph(seed=11)
+    dst = torch.arange(0, graph.num_nodes(), 2)
+    block = dgl.to_block(dgl.in_subgraph(graph, dst), dst_nodes=dst)
+    assert (block.in_degrees() == 0).any() and block.num_src_nodes() > block.num_dst_nodes()
+    assert_gatv2_paths_agree(block, torch.float64, edge_term=True)
+    assert_gatv2_paths_agree(graph.int(), torch.float64)
+
+
+@pytest.mark.parametrize("feats", [8, 2])  # heads as wide as a float64 vector or more; narrower heads
+def test_gatv2_logits_thread_counts_agree(feats):
+    """Edges are split over threads for the logits and nodes over fixed tasks for the gradients:
+    every logit and node gradient is the same sum in the same order, whatever the thread count."""
+    graph = power_law_graph(seed=6, nodes=1500)
+    assert graph.num_edges() * HEADS * feats > 32768  # ATen's GRAIN_SIZE: smaller graphs run on one thread
+    results = []
+    for threads in (1, 3):
+        torch.set_num_threads(threads)
+        results.append(gatv2_run(graph, torch.float64, True, feats=feats, edge_term=True))
+    for k, (one, several) in enumerate(zip(*results)):
+        if k == 3:  # attn: per-task partial sums, added by torch
+            torch.testing.assert_close(one, several, atol=1e-12 * (float(one.abs().max()) + 1), rtol=0)
+        else:
+            assert torch.equal(one, several)

@@ -55,5 +55,5 @@ def test_this_process_loaded_the_build_its_isa_names():
     """The kernels the suite runs are the build named for $ZOO_FUSED_ISA (auto unless set)."""
     if _fused.kernels() is None:
         pytest.skip("the fused kernels could not be built here (see the RuntimeWarning)")
-    loaded = [Path(path).parent.name for path in torch.ops.loaded_libraries if "zoo_edge_normalisers" in path]
+    loaded = [Path(path).parent.name for path in torch.ops.loaded_libraries if "zoo_edge_ops" in path]
     assert loaded == [_fused.build_name(_fused.isa())]

@@ -58,5 +58,5 @@ def test_the_portable_build_agrees_with_the_pure_torch_path(tmp_path):
     counts = ElementTree.parse(tmp_path / "report.xml").getroot().find("testsuite").attrib
     assert int(counts["tests"]) > 40 and counts["skipped"] == counts["failures"] == counts["errors"] == "0", (
         f"test_fused.py on the portable build ran {counts} (tests skip where it did not build):\n{output[-4000:]}")
-    loaded = [Path(line).parent.name for line in output.split("loaded:")[-1].split() if "zoo_edge_normalisers" in line]
+    loaded = [Path(line).parent.name for line in output.split("loaded:")[-1].split() if "zoo_edge_ops" in line]
     assert loaded == [_fused.build_name("default")], output[-2000:]

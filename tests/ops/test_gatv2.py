@@ -1,5 +1,6 @@
-"""edge_gatv2_logits against a per-edge float64 loop (values and gradients), in one chunk and in
-many, on graphs and on DGL blocks, with and without an edge term; and its input errors."""
+"""edge_gatv2_logits against a per-edge float64 loop (values and gradients), on the fused kernel
+and on the pure-torch path in one chunk and in many, on graphs and on DGL blocks, with and
+without an edge term; and its input errors."""
 import dgl
 import pytest
 import torch
@@ -39,7 +40,7 @@ def _inputs(graph, dtype=torch.float64, edge_term=False, heads=3, feats=4):
 @pytest.mark.parametrize("block", [False, True])
 @pytest.mark.parametrize("edge_term", [False, True])
 @pytest.mark.parametrize("chunk_edges", [None, 1, 5])  # one chunk; one edge per chunk; a ragged last chunk
-def test_matches_a_per_edge_float64_loop_with_gradients(block, edge_term, chunk_edges):
+def test_matches_a_per_edge_float64_loop_with_gradients(block, edge_term, chunk_edges, op_path):
     graph = _graph(block)
     inputs = _inputs(graph, edge_term=edge_term)
     upstream = torch.randn(graph.num_edges(), 3, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
@@ -52,7 +53,7 @@ def test_matches_a_per_edge_float64_loop_with_gradients(block, edge_term, chunk_
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_gradcheck_and_a_broadcast_attn():
+def test_gradcheck_and_a_broadcast_attn(op_path):
     graph = _graph(False)
     feat_src, feat_dst, attn = _inputs(graph)
     assert torch.autograd.gradcheck(lambda a, b, c: edge_gatv2_logits(graph, a, b, c, SLOPE, chunk_edges=4),
@@ -61,7 +62,7 @@ def test_gradcheck_and_a_broadcast_attn():
                                per_edge(graph, feat_src, feat_dst, attn))
 
 
-def test_float32_stays_within_a_sum_of_eight_products_of_float64():
+def test_float32_stays_within_a_sum_of_eight_products_of_float64(op_path):
     graph = _graph(False)
     inputs = _inputs(graph, torch.float32, heads=2, feats=8)
     exact = per_edge(graph, *[t.double() for t in inputs])

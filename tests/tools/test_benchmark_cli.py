@@ -8,6 +8,7 @@ import torch
 from tests.tools.tool_loader import load_tool
 from tools.benchmarks import ops as ops_benchmark
 from tools.benchmarks.models import benchmark_gps, benchmark_layers
+from zoo.ops import _fused
 
 benchmark_cli = load_tool("benchmark")
 
@@ -98,14 +99,24 @@ def test_cli_aggregate_table(capsys):
 def test_cli_logits_table(capsys):
     assert benchmark_cli.main(["logits", "--nodes", "50", "--edges", "200", "--features", "4", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
-    assert set(_rows(out)) == {"materialised", "edge_gatv2_logits"} and "8 heads x 4" in out
+    fused = {"edge_gatv2_logits, fused"} if _fused.kernels() is not None else set()
+    assert set(_rows(out)) == {"materialised", "edge_gatv2_logits, pure torch"} | fused and "8 heads x 4" in out
+
+
+def test_cli_logits_without_the_materialised_path_compares_to_pure_torch(capsys):
+    assert benchmark_cli.main(["logits", "--nodes", "50", "--edges", "200", "--features", "4", "--repeats", "1",
+                               "--without-materialised"]) == 0
+    out = capsys.readouterr().out
+    rows = _rows(out)
+    assert "materialised" not in rows and rows["edge_gatv2_logits, pure torch"][1] == "1.000"
+    assert "ratio to edge_gatv2_logits, pure torch" in out
 
 
 def test_cli_logits_times_each_chunk_size_asked_for(capsys):
     assert benchmark_cli.main(["logits", "--nodes", "50", "--edges", "200", "--features", "4", "--repeats", "1",
                                "--chunk-powers", "4", "10"]) == 0
     rows = set(_rows(capsys.readouterr().out))
-    assert rows == {"materialised", "edge_gatv2_logits", "edge_gatv2_logits 2^4", "edge_gatv2_logits 2^10"}
+    assert {"edge_gatv2_logits, pure torch 2^4", "edge_gatv2_logits, pure torch 2^10"} < rows
 
 
 def test_ops_worker_times_each_op_in_a_fresh_process():

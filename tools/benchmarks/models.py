@@ -13,6 +13,7 @@ hits each alike; the table gives the median ms per step and the ratio to the pee
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import statistics
@@ -28,7 +29,7 @@ from zoo.engine.allocator import allocator_setting
 from zoo.engine.graph_trainer import build_index_optimizer, build_optimizer, masked_loss, update
 from zoo.engine.recipe import RecipeError, load_recipe
 from zoo.models.registry import create_model, model_arguments
-from zoo.ops import edge_gatv2_logits, edge_weighted_sum
+from zoo.ops import _fused, edge_gatv2_logits, edge_weighted_sum
 
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -161,37 +162,44 @@ def benchmark_aggregate(nodes: int = 11758, edges: int = 1038000, heads: int = 8
 
 
 def benchmark_logits(nodes: int = 11758, edges: int = 1038000, heads: int = 8, feats: int = 64,
-                     repeats: int = 3, chunk_powers: tuple[int, ...] = ()) -> dict[str, float]:
+                     repeats: int = 3, chunk_powers: tuple[int, ...] = (), materialised: bool = True) -> dict[str, float]:
     """Median forward+backward of GATv2's logits ``a . LeakyReLU(x_i + x_j)`` ``[E, H]``: the
     materialised computation (``apply_edges(u_add_v)``, LeakyReLU, product, sum) against
-    :func:`zoo.ops.edge_gatv2_logits`. Defaults: a Tolokers-sized graph with the LTGA backbone's
-    first layer (8 heads x 64). ``chunk_powers``: also time the op with chunks of ``2**k``
-    elements for each ``k`` (row ``edge_gatv2_logits 2^k``; the default is
-    :data:`zoo.ops.gatv2.CHUNK_ELEMENTS`)."""
+    :func:`zoo.ops.edge_gatv2_logits` on its pure-torch path and, where the fused kernels are
+    built, on its fused kernel. Defaults: a Tolokers-sized graph with the LTGA backbone's first
+    layer (8 heads x 64). ``chunk_powers``: also time the pure-torch path with chunks of ``2**k``
+    elements for each ``k`` (row ``edge_gatv2_logits, pure torch 2^k``; the default is
+    :data:`zoo.ops.gatv2.CHUNK_ELEMENTS`). ``materialised=False`` leaves out the materialised
+    computation (about 9 GB at the defaults), and ratios are then to the pure-torch path."""
     graph = random_graph(nodes, edges)
     gen = torch.Generator().manual_seed(1)
     feat_src, feat_dst = (torch.randn(nodes, heads, feats, generator=gen, requires_grad=True) for _ in range(2))
     attn = torch.randn(1, heads, feats, generator=gen, requires_grad=True)
     upstream = torch.randn(graph.num_edges(), heads, generator=gen)
 
-    def materialised():
+    def materialise():
         with graph.local_scope():
             graph.srcdata["el"], graph.dstdata["er"] = feat_src, feat_dst
             graph.apply_edges(dgl.function.u_add_v("el", "er", "e"))
             return (F.leaky_relu(graph.edata.pop("e"), 0.2) * attn).sum(-1)
 
-    def step(op):
-        return lambda: op().backward(upstream)
+    def step(op, fused=False):
+        def run():
+            with contextlib.nullcontext() if fused else _fused.disabled():
+                op().backward(upstream)
+        return run
 
-    steps = {"materialised": step(materialised),
-             "edge_gatv2_logits": step(lambda: edge_gatv2_logits(graph, feat_src, feat_dst, attn))}
+    steps = {"materialised": step(materialise)} if materialised else {}
+    steps["edge_gatv2_logits, pure torch"] = step(lambda: edge_gatv2_logits(graph, feat_src, feat_dst, attn))
+    if _fused.usable(feat_src):
+        steps["edge_gatv2_logits, fused"] = step(lambda: edge_gatv2_logits(graph, feat_src, feat_dst, attn), True)
     for power in chunk_powers:
         chunk = max(1, 2 ** power // (heads * feats))
-        steps[f"edge_gatv2_logits 2^{power}"] = step(
+        steps[f"edge_gatv2_logits, pure torch 2^{power}"] = step(
             lambda chunk=chunk: edge_gatv2_logits(graph, feat_src, feat_dst, attn, chunk_edges=chunk))
     ms = _median_step_ms(steps, repeats, warmup=1)
     _print_table(f"logits: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {heads} heads x {feats}",
-                 ms, "materialised", step="forward+backward")
+                 ms, next(iter(ms)), step="forward+backward")
     return ms
 
 

@@ -1,4 +1,4 @@
-"""The fused CPU kernels of ``edge_qsoftmax`` and ``edge_entmax`` (``csrc/edge_normalisers.cpp``).
+"""The fused CPU kernels of ``edge_qsoftmax``, ``edge_entmax`` and ``edge_gatv2_logits`` (``csrc/edge_ops.cpp``).
 
 Compiled on first use with ``torch.utils.cpp_extension.load`` (g++ and ninja; 15-60 s, once per
 machine and source: the build lives in torch's extensions folder, ``$TORCH_EXTENSIONS_DIR`` or
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-SOURCE = Path(__file__).with_name("csrc") / "edge_normalisers.cpp"
+SOURCE = Path(__file__).with_name("csrc") / "edge_ops.cpp"
 # Kernel modes, as in the C++ enum Mode.
 SOFTMAX, RELU, SQUARE, GENERAL, TAYLOR, MIXED = range(6)
 _state = {"ops": None, "tried": False, "enabled": os.environ.get("ZOO_FUSED_OPS", "1") != "0"}
@@ -43,13 +43,14 @@ _lock = threading.Lock()
 ISAS = ("auto", "default")  # the values of $ZOO_FUSED_ISA
 # ATen's Vectorized uses AVX2 (and its SLEEF exp / log1p) only when compiled for it.
 FLAGS = {"avx2": ["-O3", "-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"], "default": ["-O3"]}
+_OPS = "edge_qsoftmax, edge_entmax and edge_gatv2_logits"
 _HOW = ("install a C++ compiler and ninja (e.g. `apt-get install g++ ninja-build` or `pip install ninja`) "
         "for the fused CPU kernels")
 
 
 @contextlib.contextmanager
 def disabled():
-    """Within the block, ``edge_qsoftmax`` and ``edge_entmax`` take their pure-torch path."""
+    """Within the block, ``edge_qsoftmax``, ``edge_entmax`` and ``edge_gatv2_logits`` take their pure-torch path."""
     before, _state["enabled"] = _state["enabled"], False
     try:
         yield
@@ -64,7 +65,7 @@ def usable(x):
 
 
 def kernels():
-    """The registered ops (``torch.ops.zoo_edge_normalisers``), built on first call; None if impossible."""
+    """The registered ops (``torch.ops.zoo_edge_ops``), built on first call; None if impossible."""
     if not _state["tried"]:
         with _lock:
             if not _state["tried"]:
@@ -81,18 +82,18 @@ def _build():
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None or not cpp_extension.is_ninja_available():
         missing = "ninja" if shutil.which(compiler) else f"the C++ compiler {compiler!r}"
-        warnings.warn(f"zoo.ops: {missing} not found, so edge_qsoftmax and edge_entmax run their slower "
-                      f"pure-torch path; {_HOW}", RuntimeWarning, stacklevel=4)
+        warnings.warn(f"zoo.ops: {missing} not found, so {_OPS} run their slower pure-torch path; {_HOW}",
+                      RuntimeWarning, stacklevel=4)
         return None
     try:
         cpp_extension.load(build_name(variant), [str(SOURCE)], extra_cflags=FLAGS[variant],
                            is_python_module=False, verbose=False)
     except Exception as error:  # noqa: BLE001 - any build failure leaves the pure-torch path
         last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
-        warnings.warn(f"zoo.ops: building {SOURCE.name} failed ({last}), so edge_qsoftmax and edge_entmax run "
-                      f"their slower pure-torch path; {_HOW}", RuntimeWarning, stacklevel=4)
+        warnings.warn(f"zoo.ops: building {SOURCE.name} failed ({last}), so {_OPS} run their slower pure-torch "
+                      f"path; {_HOW}", RuntimeWarning, stacklevel=4)
         return None
-    return torch.ops.zoo_edge_normalisers
+    return torch.ops.zoo_edge_ops
 
 
 def isa():
@@ -112,7 +113,7 @@ def isa():
 
 def build_name(variant):
     """The extension's name, and build folder, for ``variant`` of :data:`FLAGS`: a hash of source and flags."""
-    return "zoo_edge_normalisers_" + hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS[variant]).encode()
+    return "zoo_edge_ops_" + hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS[variant]).encode()
                                                     ).hexdigest()[:12]
 
 
@@ -120,6 +121,12 @@ def in_csr(graph):
     """``(indptr, eids)`` of the in-edges of each destination node, int64 (DGL's cached CSC)."""
     indptr, _, eids = graph.adj_tensors("csc")
     return indptr.long(), eids.long()
+
+
+def adjacency(graph, edges):
+    """``(indptr, other ends, eids)``, int64, of each destination's in-edges (``edges="in"``, DGL's
+    cached CSC) or of each source's out-edges (``"out"``, its CSR)."""
+    return tuple(t.long() for t in graph.adj_tensors({"in": "csc", "out": "csr"}[edges]))
 
 
 def param(value, x):

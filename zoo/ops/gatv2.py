@@ -8,12 +8,20 @@ edges are taken in chunks small enough to stay in the CPU caches: the forward ke
 ``[E, H]`` logits and the backward recomputes each chunk's sums. The values are the plain
 computation's up to float rounding (each logit is the same sum over ``F``; the gradients of
 ``feat_src``, ``feat_dst`` and ``attn`` add the edges' terms in a different order).
+
+On CPU, in float32 and float64, the fused kernel of :mod:`zoo.ops._fused` does the same in one
+pass over the destinations' in-edges (``csrc/edge_ops.cpp``): no ``[edges, H, F]`` chunk is
+written to memory, and the backward recomputes each edge's sums twice, once per destination (the
+gradients of ``feat_dst``, ``attn`` and ``edge_term``) and once per source (``feat_src``), so that
+each node's gradient is a sum in the graph's edge order whatever the thread count. Elsewhere, or
+with the kernels disabled, the chunks above run in torch.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
+from . import _fused
 from ._common import ZooOpError
 
 CHUNK_ELEMENTS = 1 << 18
@@ -79,6 +87,30 @@ class _GATv2Logits(torch.autograd.Function):
                 None if grad_edge is None else grad_edge.view(edge_term.shape), None, None, None, None)
 
 
+class _FusedGATv2Logits(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, feat_src, feat_dst, attn, edge_term, graph, negative_slope):
+        rows = [t.reshape(t.shape[0], -1).contiguous() for t in (feat_src, feat_dst)]
+        flat_edge = None if edge_term is None else edge_term.reshape(graph.num_edges(), -1).contiguous()
+        attn = attn.contiguous()
+        ctx.save_for_backward(*rows, attn, flat_edge)
+        ctx.graph, ctx.negative_slope, ctx.shapes = graph, negative_slope, (feat_src.shape, feat_dst.shape)
+        return _fused.kernels().gatv2_logits_forward(*rows, attn, flat_edge, negative_slope,
+                                                     *_fused.adjacency(graph, "in"))
+
+    @staticmethod
+    def backward(ctx, grad):
+        src_rows, dst_rows, attn, flat_edge = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:4]
+        grads = _fused.kernels().gatv2_logits_backward(
+            grad.contiguous(), src_rows, dst_rows, attn, flat_edge, ctx.negative_slope,
+            *_fused.adjacency(ctx.graph, "in"), *_fused.adjacency(ctx.graph, "out"), *needs)
+        grad_src, grad_dst, grad_attn, grad_edge = (g if need else None for g, need in zip(grads, needs))
+        return (None if grad_src is None else grad_src.view(ctx.shapes[0]),
+                None if grad_dst is None else grad_dst.view(ctx.shapes[1]), grad_attn,
+                None if grad_edge is None else grad_edge.view(-1, *attn.shape), None, None)
+
+
 def edge_gatv2_logits(graph, feat_src: torch.Tensor, feat_dst: torch.Tensor, attn: torch.Tensor,
                       negative_slope: float = 0.2, edge_term: torch.Tensor | None = None,
                       chunk_edges: int | None = None) -> torch.Tensor:
@@ -87,8 +119,8 @@ def edge_gatv2_logits(graph, feat_src: torch.Tensor, feat_dst: torch.Tensor, att
 
     ``feat_src`` ``[N_src, H, F]``, ``feat_dst`` ``[N_dst, H, F]``, ``attn`` ``[H, F]`` (or
     ``[1, H, F]``), optional ``edge_term`` ``[E, H, F]`` (e.g. projected edge features). Returns
-    ``[E, H]``, differentiable in all four. ``chunk_edges`` overrides the chunk size (module
-    docstring), e.g. to test several chunks on a small graph.
+    ``[E, H]``, differentiable in all four. ``chunk_edges`` overrides the chunk size of the
+    pure-torch path (module docstring), e.g. to test several chunks on a small graph.
 
     >>> import dgl
     >>> x = torch.tensor([[[1.0, -2.0]], [[0.5, 0.5]]])  # 2 nodes, 1 head, 2 features
@@ -113,5 +145,7 @@ def edge_gatv2_logits(graph, feat_src: torch.Tensor, feat_dst: torch.Tensor, att
     if len({t.dtype for t in tensors}) > 1:
         raise ZooOpError(f"feat_src, feat_dst, attn (and edge_term) must share a dtype, got "
                          f"{', '.join(str(t.dtype) for t in tensors)}: cast them to one")
+    if _fused.usable(feat_src):
+        return _FusedGATv2Logits.apply(feat_src, feat_dst, attn, edge_term, graph, float(negative_slope))
     src, dst = graph.edges(order="eid")
     return _GATv2Logits.apply(feat_src, feat_dst, attn, edge_term, src, dst, float(negative_slope), chunk_edges)

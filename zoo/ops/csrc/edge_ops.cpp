@@ -1,4 +1,5 @@
-// Fused CPU kernels for zoo.ops.edge_qsoftmax and zoo.ops.edge_entmax (see zoo/ops/_fused.py).
+// Fused CPU kernels for zoo.ops.edge_qsoftmax, zoo.ops.edge_entmax and zoo.ops.edge_gatv2_logits
+// (see zoo/ops/_fused.py).
 //
 // One task per range of destinations of the graph's in-CSR (indptr, eids), balanced by edges;
 // per destination, the heads of an edge's row are one vector (ATen's Vectorized, lanes = heads,
@@ -572,6 +573,150 @@ void entmax_backward_kernel(const at::Tensor& indptr_t, const at::Tensor& eids_t
   });
 }
 
+// ------------------------------------------------------------------ GATv2 logits
+
+// logits[e, h] = sum_f attn[h, f] LeakyReLU(z[e, h, f]), z = src_rows[i] + dst_rows[j] (+ edge_rows[e])
+// for edge e = i -> j, rows of R = H F lanes (head h: lanes [h F, (h + 1) F)).
+template <typename scalar_t>
+struct Gatv2 {
+  using Vec = Vectorized<scalar_t>;
+  const scalar_t* fe;    // [E, R], or nullptr
+  const scalar_t* attn;  // [R]
+  int64_t H, F, R;
+  Vec slope;
+
+  Vec leaky(Vec z, Vec positive) const { return Vec::blendv(z * slope, z, positive); }
+  // z at lanes [c, c + n) of edge e, from the rows of its two ends
+  Vec z(const scalar_t* own, const scalar_t* other, int64_t e, int64_t c, int64_t n) const {
+    const Vec v = Vec::loadu(other + c, n) + Vec::loadu(own + c, n);
+    return fe ? v + Vec::loadu(fe + e * R + c, n) : v;
+  }
+};
+
+// A CSR over one end of the edges: node v's edges are eids[indptr[v]:indptr[v + 1]], their other
+// ends nbr[...] (DGL's adj_tensors; the in-CSR for destinations, the out-CSR for sources).
+struct Csr {
+  const int64_t* indptr;
+  const int64_t* nbr;
+  const int64_t* eids;
+  int64_t n;
+};
+
+Csr csr_of(const at::Tensor& indptr, const at::Tensor& nbr, const at::Tensor& eids) {
+  TORCH_CHECK(indptr.dtype() == at::kLong && nbr.dtype() == at::kLong && eids.dtype() == at::kLong,
+              "indptr, nbr and eids must be int64");
+  TORCH_CHECK(indptr.is_contiguous() && nbr.is_contiguous() && eids.is_contiguous(), "inputs must be contiguous");
+  TORCH_CHECK(nbr.numel() == eids.numel(), "nbr and eids must have one entry per edge");
+  return {indptr.data_ptr<int64_t>(), nbr.data_ptr<int64_t>(), eids.data_ptr<int64_t>(), indptr.size(0) - 1};
+}
+
+// Forward per destination over the in-CSR (the destination's row stays in cache while its in-edges
+// run). Wide heads: a vector sum per head; heads narrower than a vector: the row's terms in
+// whole vectors, then each head's sum. Each logit is its own sum, whatever the thread count.
+template <typename scalar_t>
+void gatv2_forward_kernel(const Gatv2<scalar_t>& op, const Csr& in, const scalar_t* fs, const scalar_t* fd,
+                          scalar_t* out) {
+  using Vec = Vectorized<scalar_t>;
+  constexpr int64_t W = Vec::size();
+  const int64_t R = op.R, H = op.H, F = op.F;
+  const Rows<scalar_t> ahead{{fs}, {}, R};
+  for_each_task(task_bounds(in.indptr, in.n), in.indptr[in.n] * R, [&](int64_t, int64_t v0, int64_t v1) {
+    std::vector<scalar_t> terms(F < W ? R : 0);
+    for (int64_t v = v0; v < v1; ++v) {
+      const scalar_t* own = fd + v * R;
+      for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
+        if (k + AHEAD < in.indptr[v1]) ahead.fetch(in.nbr[k + AHEAD]);
+        const int64_t e = in.eids[k];
+        const scalar_t* other = fs + in.nbr[k] * R;
+        if (F < W) {
+          for (int64_t c = 0; c < R; c += W) {
+            const int64_t n = std::min<int64_t>(W, R - c);
+            const Vec z = op.z(own, other, e, c, n);
+            (Vec::loadu(op.attn + c, n) * op.leaky(z, z > Vec(0))).store(terms.data() + c, n);
+          }
+          for (int64_t h = 0; h < H; ++h) {
+            scalar_t sum = 0;
+            for (int64_t f = 0; f < F; ++f) sum += terms[h * F + f];
+            out[e * H + h] = sum;
+          }
+          continue;
+        }
+        for (int64_t h = 0; h < H; ++h) {
+          Vec acc(0);
+          for (int64_t f = 0; f < F; f += W) {
+            const int64_t c = h * F + f, n = std::min<int64_t>(W, F - f);
+            const Vec z = op.z(own, other, e, c, n);
+            acc = acc + Vec::loadu(op.attn + c, n) * op.leaky(z, z > Vec(0));  // lanes past n are 0 * 0
+          }
+          out[e * H + h] = lane_sum(acc, W);
+        }
+      }
+    }
+  });
+}
+
+// One pass of the backward over a CSR (csr_of): for node v, row[v] = sum over its edges of dz
+// (aten's leaky_relu_backward of attn * grad), each edge's dz also into edge_grad and its attn
+// terms into the task's attn_part row. Wide heads: per node and chunk of lanes, the node's own
+// lanes and the sums stay in registers while its edges run (the other ends' rows are prefetched
+// whole in the first chunk, so later chunks find them in cache); heads narrower than a vector:
+// whole rows, with each edge's grad spread over its heads' lanes.
+template <typename scalar_t>
+void gatv2_grad_pass(const Gatv2<scalar_t>& op, const scalar_t* g, const Csr& csr, const scalar_t* own_rows,
+                     const scalar_t* other_rows, scalar_t* row, scalar_t* edge_grad, scalar_t* attn_part) {
+  using Vec = Vectorized<scalar_t>;
+  constexpr int64_t W = Vec::size();
+  const int64_t R = op.R, H = op.H, F = op.F;
+  const Rows<scalar_t> ahead{{other_rows}, {}, R};
+  for_each_task(task_bounds(csr.indptr, csr.n), csr.indptr[csr.n] * R, [&](int64_t task, int64_t v0, int64_t v1) {
+    scalar_t* part = attn_part ? attn_part + task * R : nullptr;
+    if (F < W) {
+      std::vector<scalar_t> acc(R), spread(R);
+      for (int64_t v = v0; v < v1; ++v) {
+        std::fill(acc.begin(), acc.end(), scalar_t(0));
+        const scalar_t* own = own_rows + v * R;
+        for (int64_t k = csr.indptr[v]; k < csr.indptr[v + 1]; ++k) {
+          if (k + AHEAD < csr.indptr[v1]) ahead.fetch(csr.nbr[k + AHEAD]);
+          const int64_t e = csr.eids[k];
+          const scalar_t* other = other_rows + csr.nbr[k] * R;
+          for (int64_t h = 0; h < H; ++h) std::fill_n(spread.data() + h * F, F, g[e * H + h]);
+          for (int64_t c = 0; c < R; c += W) {
+            const int64_t n = std::min<int64_t>(W, R - c);
+            const Vec z = op.z(own, other, e, c, n), gv = Vec::loadu(spread.data() + c, n), positive = z > Vec(0);
+            const Vec up = gv * Vec::loadu(op.attn + c, n), dz = op.leaky(up, positive);
+            (Vec::loadu(acc.data() + c, n) + dz).store(acc.data() + c, n);
+            if (edge_grad) dz.store(edge_grad + e * R + c, n);
+            if (part) (Vec::loadu(part + c, n) + gv * op.leaky(z, positive)).store(part + c, n);
+          }
+        }
+        if (row) std::copy(acc.begin(), acc.end(), row + v * R);
+      }
+      return;
+    }
+    for (int64_t v = v0; v < v1; ++v) {
+      const int64_t k0 = csr.indptr[v], k1 = csr.indptr[v + 1];
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t f = 0; f < F; f += W) {
+          const int64_t c = h * F + f, n = std::min<int64_t>(W, F - f);
+          const Vec at = Vec::loadu(op.attn + c, n);
+          Vec acc(0), pa(0);
+          for (int64_t k = k0; k < k1; ++k) {
+            if (c == 0 && k + AHEAD < k1) ahead.fetch(csr.nbr[k + AHEAD]);
+            const int64_t e = csr.eids[k];
+            const Vec z = op.z(own_rows + v * R, other_rows + csr.nbr[k] * R, e, c, n), positive = z > Vec(0);
+            const Vec gh(g[e * H + h]), dz = op.leaky(gh * at, positive);
+            acc = acc + dz;
+            if (edge_grad) dz.store(edge_grad + e * R + c, n);
+            if (part) pa = pa + gh * op.leaky(z, positive);
+          }
+          if (row) acc.store(row + v * R + c, n);
+          if (part) (Vec::loadu(part + c, n) + pa).store(part + c, n);
+        }
+      }
+    }
+  });
+}
+
 // ------------------------------------------------------------------ entry points
 
 void check_inputs(const at::Tensor& indptr, const at::Tensor& eids, const at::Tensor& x) {
@@ -640,9 +785,71 @@ std::tuple<at::Tensor, at::Tensor> entmax_backward(const at::Tensor& indptr, con
   return {gx, need_alpha ? ga : at::empty({0}, x.options())};
 }
 
+void check_gatv2(const at::Tensor& fs, const at::Tensor& fd, const at::Tensor& attn,
+                 const c10::optional<at::Tensor>& fe, const Csr& in) {
+  TORCH_CHECK(attn.dim() == 2 && fs.dim() == 2 && fd.dim() == 2, "attn is [H, F], the node rows [N, H F]");
+  TORCH_CHECK(fs.size(1) == attn.numel() && fd.size(1) == attn.numel(), "node rows must have H F columns");
+  TORCH_CHECK(in.n == fd.size(0), "the in-CSR must have N_dst + 1 entries in indptr");
+  TORCH_CHECK(!fe || (fe->dim() == 2 && fe->size(0) == in.indptr[in.n] && fe->size(1) == attn.numel()),
+              "edge rows must be [E, H F]");
+  for (const at::Tensor& t : {fs, fd, attn}) TORCH_CHECK(t.is_contiguous() && t.device().is_cpu());
+  TORCH_CHECK(!fe || (fe->is_contiguous() && fe->scalar_type() == fs.scalar_type()));
+  TORCH_CHECK(fd.scalar_type() == fs.scalar_type() && attn.scalar_type() == fs.scalar_type(), "one dtype");
+}
+
+template <typename scalar_t>
+Gatv2<scalar_t> gatv2_of(const at::Tensor& attn, const c10::optional<at::Tensor>& fe, double slope) {
+  return {fe ? fe->data_ptr<scalar_t>() : nullptr, attn.data_ptr<scalar_t>(), attn.size(0), attn.size(1),
+          attn.numel(), Vectorized<scalar_t>(static_cast<scalar_t>(slope))};
+}
+
+at::Tensor gatv2_logits_forward(const at::Tensor& fs, const at::Tensor& fd, const at::Tensor& attn,
+                                const c10::optional<at::Tensor>& fe, double slope, const at::Tensor& in_indptr,
+                                const at::Tensor& in_src, const at::Tensor& in_eids) {
+  const Csr in = csr_of(in_indptr, in_src, in_eids);
+  check_gatv2(fs, fd, attn, fe, in);
+  at::Tensor logits = at::empty({in_eids.numel(), attn.size(0)}, fs.options());
+  AT_DISPATCH_FLOATING_TYPES(fs.scalar_type(), "gatv2_logits_forward", [&] {
+    gatv2_forward_kernel<scalar_t>(gatv2_of<scalar_t>(attn, fe, slope), in, fs.data_ptr<scalar_t>(),
+                                   fd.data_ptr<scalar_t>(), logits.data_ptr<scalar_t>());
+  });
+  return logits;
+}
+
+// (grad src rows, grad dst rows, grad attn, grad edge rows); an empty tensor for each not needed.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_logits_backward(
+    const at::Tensor& grad, const at::Tensor& fs, const at::Tensor& fd, const at::Tensor& attn,
+    const c10::optional<at::Tensor>& fe, double slope, const at::Tensor& in_indptr, const at::Tensor& in_src,
+    const at::Tensor& in_eids, const at::Tensor& out_indptr, const at::Tensor& out_dst, const at::Tensor& out_eids,
+    bool need_src, bool need_dst, bool need_attn, bool need_edge) {
+  const Csr in = csr_of(in_indptr, in_src, in_eids), out = csr_of(out_indptr, out_dst, out_eids);
+  check_gatv2(fs, fd, attn, fe, in);
+  TORCH_CHECK(out.n == fs.size(0) && out_eids.numel() == in_eids.numel(), "the out-CSR must have N_src + 1 entries");
+  TORCH_CHECK(grad.dim() == 2 && grad.is_contiguous() && grad.size(0) == in_eids.numel() &&
+              grad.size(1) == attn.size(0) && grad.scalar_type() == fs.scalar_type(), "grad must be [E, H]");
+  need_edge = need_edge && fe.has_value();
+  at::Tensor empty = at::empty({0}, fs.options());
+  at::Tensor gs = need_src ? at::empty_like(fs) : empty, gd = need_dst ? at::empty_like(fd) : empty;
+  at::Tensor ge = need_edge ? at::empty_like(*fe) : empty;
+  at::Tensor part = need_attn ? at::zeros({NUM_TASKS, attn.numel()}, fs.options()) : empty;
+  AT_DISPATCH_FLOATING_TYPES(fs.scalar_type(), "gatv2_logits_backward", [&] {
+    const Gatv2<scalar_t> op = gatv2_of<scalar_t>(attn, fe, slope);
+    const scalar_t* g = grad.data_ptr<scalar_t>();
+    const scalar_t *src_rows = fs.data_ptr<scalar_t>(), *dst_rows = fd.data_ptr<scalar_t>();
+    if (need_dst || need_attn || need_edge) {
+      gatv2_grad_pass<scalar_t>(op, g, in, dst_rows, src_rows, need_dst ? gd.data_ptr<scalar_t>() : nullptr,
+                                need_edge ? ge.data_ptr<scalar_t>() : nullptr,
+                                need_attn ? part.data_ptr<scalar_t>() : nullptr);
+    }
+    if (need_src) gatv2_grad_pass<scalar_t>(op, g, out, src_rows, dst_rows, gs.data_ptr<scalar_t>(), nullptr, nullptr);
+  });
+  at::Tensor ga = need_attn ? part.sum(0).view(attn.sizes()) : empty;  // tasks in a fixed order
+  return {gs, gd, ga, ge};
+}
+
 }  // namespace
 
-TORCH_LIBRARY(zoo_edge_normalisers, lib) {
+TORCH_LIBRARY(zoo_edge_ops, lib) {
   lib.def("qsoftmax_forward(Tensor indptr, Tensor eids, Tensor x, Tensor eps, int mode, float taylor_eps)"
           " -> (Tensor, Tensor, Tensor)", &qsoftmax_forward);
   lib.def("qsoftmax_backward(Tensor indptr, Tensor eids, Tensor x, Tensor p, Tensor m, Tensor grad, Tensor eps,"
@@ -651,4 +858,10 @@ TORCH_LIBRARY(zoo_edge_normalisers, lib) {
           " -> (Tensor, Tensor, Tensor, bool)", &entmax_forward);
   lib.def("entmax_backward(Tensor indptr, Tensor eids, Tensor x, Tensor t, Tensor p, Tensor grad, Tensor eps,"
           " int mode, bool need_alpha, bool series) -> (Tensor, Tensor)", &entmax_backward);
+  lib.def("gatv2_logits_forward(Tensor src_rows, Tensor dst_rows, Tensor attn, Tensor? edge_rows, float slope,"
+          " Tensor in_indptr, Tensor in_src, Tensor in_eids) -> Tensor", &gatv2_logits_forward);
+  lib.def("gatv2_logits_backward(Tensor grad, Tensor src_rows, Tensor dst_rows, Tensor attn, Tensor? edge_rows,"
+          " float slope, Tensor in_indptr, Tensor in_src, Tensor in_eids, Tensor out_indptr, Tensor out_dst,"
+          " Tensor out_eids, bool need_src, bool need_dst, bool need_attn, bool need_edge)"
+          " -> (Tensor, Tensor, Tensor, Tensor)", &gatv2_logits_backward);
 }
