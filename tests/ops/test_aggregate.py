@@ -1,4 +1,5 @@
-"""edge_weighted_sum against a dense float64 sum and DGL's update_all(u_mul_e, sum)."""
+"""edge_weighted_sum, on the fused kernels and on the pure-torch path, against a dense float64 sum
+and DGL's update_all(u_mul_e, sum)."""
 import dgl
 import dgl.function as fn
 import pytest
@@ -28,7 +29,7 @@ def dgl_reference(graph, weights, feat):
         return graph.dstdata["out"]
 
 
-def test_matches_dense_float64_with_gradients():
+def test_matches_dense_float64_with_gradients(op_path):
     graph = make_graph([3, 0, 5, 1, 7, 2, 4], seed=1)  # multi-edges, self-loops, a node with none in
     gen = torch.Generator().manual_seed(0)
     weights = torch.rand(graph.num_edges(), 3, dtype=torch.float64, generator=gen).requires_grad_()
@@ -51,7 +52,7 @@ def float32_sum_bound(abs_sums, terms):
 
 
 @pytest.mark.parametrize("block", [False, True])
-def test_matches_dgl_in_float32_within_summation_error(block):
+def test_matches_dgl_in_float32_within_summation_error(block, op_path):
     """Ours and DGL's update_all add the same products in different orders, so they agree to the
     float32 summation bound, not bit for bit: the order, and so the last bits, depend on the
     CPU's vector kernels. Both are also held to that bound around the exact float64 result."""

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from tests.ops.graphs import make_graph
-from zoo.ops import _fused, edge_entmax, edge_gatv2_logits, edge_qsoftmax, edge_sparsemax
+from zoo.ops import _fused, edge_entmax, edge_gatv2_logits, edge_qsoftmax, edge_sparsemax, edge_weighted_sum
 
 HEADS = 3  # not a multiple of the SIMD width: partial vectors everywhere
 
@@ -245,3 +245,59 @@ def test_gatv2_logits_thread_counts_agree(feats):
             torch.testing.assert_close(one, several, atol=1e-12 * (float(one.abs().max()) + 1), rtol=0)
         else:
             assert torch.equal(one, several)
+
+
+# ---- edge_weighted_sum: the fused sums against the per-head sparse products ------------------------
+
+def aggregate_run(graph, dtype, fused, heads=HEADS, feats=5, seed=0):
+    """Output and the gradients of weights and feat of ``sum(out * w)``."""
+    gen = torch.Generator().manual_seed(seed)
+    weights = torch.rand(graph.num_edges(), heads, generator=gen, dtype=dtype).requires_grad_()
+    feat = torch.randn(graph.num_src_nodes(), heads, feats, generator=gen, dtype=dtype).requires_grad_()
+    w = torch.randn(graph.num_dst_nodes(), heads, feats, generator=gen, dtype=dtype)
+    with contextlib.nullcontext() if fused else _fused.disabled():
+        assert _fused.usable(feat) == fused
+        out = edge_weighted_sum(graph, weights, feat)
+        grads = torch.autograd.grad((out * w).sum(), [weights, feat])
+    return [out.detach(), *grads]
+
+
+def assert_aggregate_paths_agree(graph, dtype, **kwargs):
+    fused, pure = aggregate_run(graph, dtype, True, **kwargs), aggregate_run(graph, dtype, False, **kwargs)
+    double = dtype == torch.float64
+    for got, want in zip(fused, pure):
+        scale = float(want.abs().max()) + 1
+        torch.testing.assert_close(got, want, atol=(1e-12 if double else 1e-5) * scale, rtol=1e-10 if double else 1e-4)
+    return fused
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("heads, feats", [(1, 1), (3, 5), (2, 11), (8, 16)])  # F around the vector width
+def test_weighted_sum_paths_agree(heads, feats, dtype):
+    graph = dgl.add_nodes(power_law_graph(seed=12), 3)  # hubs, nodes without in- or out-edges, loops
+    fused = assert_aggregate_paths_agree(graph, dtype, heads=heads, feats=feats)
+    assert bool((fused[0][graph.in_degrees() == 0] == 0).all())  # no in-edges: a zero row
+    assert bool((fused[2][graph.out_degrees() == 0] == 0).all())  # no out-edges: no feat gradient
+
+
+def test_weighted_sum_on_blocks_and_int32_graphs():
+    graph = power_law_graph(seed=13)
+    dst = torch.arange(0, graph.num_nodes(), 2)
+    block = dgl.to_block(dgl.in_subgraph(graph, dst), dst_nodes=dst)
+    assert (block.in_degrees() == 0).any() and block.num_src_nodes() > block.num_dst_nodes()
+    assert_aggregate_paths_agree(block, torch.float64)
+    assert_aggregate_paths_agree(graph.int(), torch.float64)
+
+
+@pytest.mark.parametrize("feats", [8, 2])
+def test_weighted_sum_thread_counts_agree(feats):
+    """Every output row, weight gradient and feat gradient is one sum in one order, whatever the
+    thread count."""
+    graph = power_law_graph(seed=6, nodes=1500)
+    assert graph.num_edges() * HEADS * feats > 32768  # ATen's GRAIN_SIZE: smaller graphs run on one thread
+    results = []
+    for threads in (1, 3):
+        torch.set_num_threads(threads)
+        results.append(aggregate_run(graph, torch.float64, True, feats=feats))
+    for one, several in zip(*results):
+        assert torch.equal(one, several)

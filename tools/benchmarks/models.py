@@ -136,7 +136,9 @@ def benchmark_aggregate(nodes: int = 11758, edges: int = 1038000, heads: int = 8
                         repeats: int = 5) -> dict[str, float]:
     """Median forward+backward of the attention aggregation ``[E, H]`` x ``[N, H, F]`` -> ``[N, H, F]``.
 
-    Defaults: a Tolokers-sized graph with the LTGA backbone's first layer (8 heads x 64).
+    DGL's ``update_all`` against :func:`zoo.ops.edge_weighted_sum` on its pure-torch path and,
+    where the fused kernels are built, on its fused kernels. Defaults: a Tolokers-sized graph with
+    the LTGA backbone's first layer (8 heads x 64).
     """
     graph = random_graph(nodes, edges)
     graph.create_formats_()
@@ -151,11 +153,17 @@ def benchmark_aggregate(nodes: int = 11758, edges: int = 1038000, heads: int = 8
             graph.update_all(dgl.function.u_mul_e("h", "a", "m"), dgl.function.sum("m", "out"))
             return graph.dstdata["out"]
 
-    def step(op):
-        return lambda: op().backward(upstream)
+    def step(op, fused=False):
+        def run():
+            with contextlib.nullcontext() if fused else _fused.disabled():
+                op().backward(upstream)
+        return run
 
-    ms = _median_step_ms({"dgl_update_all": step(dgl_update_all),
-                          "edge_weighted_sum": step(lambda: edge_weighted_sum(graph, weights, feat))}, repeats)
+    steps = {"dgl_update_all": step(dgl_update_all),
+             "edge_weighted_sum, pure torch": step(lambda: edge_weighted_sum(graph, weights, feat))}
+    if _fused.usable(feat):
+        steps["edge_weighted_sum, fused"] = step(lambda: edge_weighted_sum(graph, weights, feat), True)
+    ms = _median_step_ms(steps, repeats)
     _print_table(f"aggregate: {nodes} nodes, {graph.num_edges()} edges (with self-loops), {heads} heads x {feats}",
                  ms, "dgl_update_all", step="forward+backward")
     return ms

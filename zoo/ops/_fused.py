@@ -1,4 +1,5 @@
-"""The fused CPU kernels of ``edge_qsoftmax``, ``edge_entmax`` and ``edge_gatv2_logits`` (``csrc/edge_ops.cpp``).
+"""The fused CPU kernels of ``edge_qsoftmax``, ``edge_entmax``, ``edge_gatv2_logits`` and ``edge_weighted_sum``
+(``csrc/edge_ops.cpp``).
 
 Compiled on first use with ``torch.utils.cpp_extension.load`` (g++ and ninja; 15-60 s, once per
 machine and source: the build lives in torch's extensions folder, ``$TORCH_EXTENSIONS_DIR`` or
@@ -43,14 +44,14 @@ _lock = threading.Lock()
 ISAS = ("auto", "default")  # the values of $ZOO_FUSED_ISA
 # ATen's Vectorized uses AVX2 (and its SLEEF exp / log1p) only when compiled for it.
 FLAGS = {"avx2": ["-O3", "-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"], "default": ["-O3"]}
-_OPS = "edge_qsoftmax, edge_entmax and edge_gatv2_logits"
+_OPS = "edge_qsoftmax, edge_entmax, edge_gatv2_logits and edge_weighted_sum"
 _HOW = ("install a C++ compiler and ninja (e.g. `apt-get install g++ ninja-build` or `pip install ninja`) "
         "for the fused CPU kernels")
 
 
 @contextlib.contextmanager
 def disabled():
-    """Within the block, ``edge_qsoftmax``, ``edge_entmax`` and ``edge_gatv2_logits`` take their pure-torch path."""
+    """Within the block, every op with a fused kernel takes its pure-torch path."""
     before, _state["enabled"] = _state["enabled"], False
     try:
         yield

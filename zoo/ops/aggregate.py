@@ -5,6 +5,12 @@ axis, computed as one CSR sparse-dense product per head. The two add in differen
 agree to float32 summation error, not bit for bit (the last bits depend on the CPU's kernels). On the CPU
 DGL's broadcasting kernel is a slow part of a GAT layer on large graphs; these products took
 0.58x its forward+backward time on a Tolokers-sized graph (``python tools/benchmark.py aggregate``).
+
+On CPU, in float32 and float64, the fused kernels of :mod:`zoo.ops._fused` compute the same sums
+(``csrc/edge_ops.cpp``): per destination over its in-edges forward; in the backward, each edge's
+weight gradient as one dot product per head, and each source's feature gradient over its
+out-edges, so that every sum has one order whatever the thread count. Elsewhere, or with the
+kernels disabled, the per-head products above run.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import warnings
 import dgl
 import torch
 
+from . import _fused
 from ._common import ZooOpError, check_cpu_half
 
 
@@ -51,6 +58,28 @@ class _EdgeWeightedSum(torch.autograd.Function):
         return None, grad_weights, grad_feat
 
 
+class _FusedEdgeWeightedSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, graph, weights, feat):
+        weights, rows = weights.contiguous(), feat.reshape(feat.shape[0], -1).contiguous()
+        ctx.graph, ctx.feat_shape = graph, feat.shape
+        ctx.save_for_backward(weights, rows)
+        out = _fused.kernels().edge_weighted_rows(weights, rows, feat.shape[1], *_fused.adjacency(graph, "in"))
+        return out.view(graph.num_dst_nodes(), *feat.shape[1:])
+
+    @staticmethod
+    def backward(ctx, grad):
+        weights, rows = ctx.saved_tensors
+        grad_rows, heads = grad.reshape(grad.shape[0], -1).contiguous(), weights.shape[1]
+        grad_weights = grad_feat = None
+        if ctx.needs_input_grad[1]:
+            grad_weights = _fused.kernels().edge_head_dots(grad_rows, rows, heads, *_fused.adjacency(ctx.graph, "in"))
+        if ctx.needs_input_grad[2]:
+            grad_feat = _fused.kernels().edge_weighted_rows(weights, grad_rows, heads,
+                                                            *_fused.adjacency(ctx.graph, "out")).view(ctx.feat_shape)
+        return None, grad_weights, grad_feat
+
+
 def edge_weighted_sum(graph, weights: torch.Tensor, feat: torch.Tensor) -> torch.Tensor:
     """``out[j, h] = sum over edges i->j of weights[e, h] * feat[i, h]``.
 
@@ -74,4 +103,6 @@ def edge_weighted_sum(graph, weights: torch.Tensor, feat: torch.Tensor) -> torch
     if weights.dtype != feat.dtype:
         raise ZooOpError(f"weights are {weights.dtype} but feat is {feat.dtype}: cast one of them")
     check_cpu_half(weights, "weights")
+    if _fused.usable(feat):
+        return _FusedEdgeWeightedSum.apply(graph, weights, feat)
     return _EdgeWeightedSum.apply(graph, weights, feat)

@@ -1,5 +1,5 @@
-// Fused CPU kernels for zoo.ops.edge_qsoftmax, zoo.ops.edge_entmax and zoo.ops.edge_gatv2_logits
-// (see zoo/ops/_fused.py).
+// Fused CPU kernels for zoo.ops.edge_qsoftmax, zoo.ops.edge_entmax, zoo.ops.edge_gatv2_logits and
+// zoo.ops.edge_weighted_sum (see zoo/ops/_fused.py).
 //
 // One task per range of destinations of the graph's in-CSR (indptr, eids), balanced by edges;
 // per destination, the heads of an edge's row are one vector (ATen's Vectorized, lanes = heads,
@@ -717,6 +717,95 @@ void gatv2_grad_pass(const Gatv2<scalar_t>& op, const scalar_t* g, const Csr& cs
   });
 }
 
+// ------------------------------------------------------------------ attention aggregation
+
+// out[v] = sum over v's edges (a CSR, csr_of) of w[e, h] * rows[nbr], each head's weight over its F
+// lanes of the rows' R = H F: edge_weighted_sum's forward over the in-CSR, its feat gradient over
+// the out-CSR. Wide heads: per node and chunk of lanes the sum stays in a register while the
+// node's edges run (their rows prefetched whole in the first chunk); narrow heads: whole rows.
+template <typename scalar_t>
+void weighted_rows_kernel(const Csr& csr, const scalar_t* w, const scalar_t* rows, int64_t H, int64_t F,
+                          scalar_t* out) {
+  using Vec = Vectorized<scalar_t>;
+  constexpr int64_t W = Vec::size();
+  const int64_t R = H * F;
+  const Rows<scalar_t> ahead{{rows}, {}, R};
+  for_each_task(task_bounds(csr.indptr, csr.n), csr.indptr[csr.n] * R, [&](int64_t, int64_t v0, int64_t v1) {
+    std::vector<scalar_t> acc(F < W ? R : 0), spread(F < W ? R : 0);
+    for (int64_t v = v0; v < v1; ++v) {
+      const int64_t k0 = csr.indptr[v], k1 = csr.indptr[v + 1];
+      if (F < W) {
+        std::fill(acc.begin(), acc.end(), scalar_t(0));
+        for (int64_t k = k0; k < k1; ++k) {
+          if (k + AHEAD < csr.indptr[v1]) ahead.fetch(csr.nbr[k + AHEAD]);
+          const int64_t e = csr.eids[k];
+          for (int64_t h = 0; h < H; ++h) std::fill_n(spread.data() + h * F, F, w[e * H + h]);
+          for (int64_t c = 0; c < R; c += W) {
+            const int64_t n = std::min<int64_t>(W, R - c);
+            const Vec term = Vec::loadu(spread.data() + c, n) * Vec::loadu(rows + csr.nbr[k] * R + c, n);
+            (Vec::loadu(acc.data() + c, n) + term).store(acc.data() + c, n);
+          }
+        }
+        std::copy(acc.begin(), acc.end(), out + v * R);
+        continue;
+      }
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t f = 0; f < F; f += W) {
+          const int64_t c = h * F + f, n = std::min<int64_t>(W, F - f);
+          Vec sum(0);
+          for (int64_t k = k0; k < k1; ++k) {
+            if (c == 0 && k + AHEAD < k1) ahead.fetch(csr.nbr[k + AHEAD]);
+            sum = sum + Vec(w[csr.eids[k] * H + h]) * Vec::loadu(rows + csr.nbr[k] * R + c, n);
+          }
+          sum.store(out + v * R + c, n);
+        }
+      }
+    }
+  });
+}
+
+// out[e, h] = sum_f own[v, h, f] * other[nbr, h, f] for every edge e of node v (a CSR): the weight
+// gradient of edge_weighted_sum (own: the output's gradient per destination, other: feat).
+template <typename scalar_t>
+void head_dots_kernel(const Csr& csr, const scalar_t* own_rows, const scalar_t* other_rows, int64_t H, int64_t F,
+                      scalar_t* out) {
+  using Vec = Vectorized<scalar_t>;
+  constexpr int64_t W = Vec::size();
+  const int64_t R = H * F;
+  const Rows<scalar_t> ahead{{other_rows}, {}, R};
+  for_each_task(task_bounds(csr.indptr, csr.n), csr.indptr[csr.n] * R, [&](int64_t, int64_t v0, int64_t v1) {
+    std::vector<scalar_t> terms(F < W ? R : 0);
+    for (int64_t v = v0; v < v1; ++v) {
+      const scalar_t* own = own_rows + v * R;
+      for (int64_t k = csr.indptr[v]; k < csr.indptr[v + 1]; ++k) {
+        if (k + AHEAD < csr.indptr[v1]) ahead.fetch(csr.nbr[k + AHEAD]);
+        const int64_t e = csr.eids[k];
+        const scalar_t* other = other_rows + csr.nbr[k] * R;
+        if (F < W) {
+          for (int64_t c = 0; c < R; c += W) {
+            const int64_t n = std::min<int64_t>(W, R - c);
+            (Vec::loadu(own + c, n) * Vec::loadu(other + c, n)).store(terms.data() + c, n);
+          }
+          for (int64_t h = 0; h < H; ++h) {
+            scalar_t sum = 0;
+            for (int64_t f = 0; f < F; ++f) sum += terms[h * F + f];
+            out[e * H + h] = sum;
+          }
+          continue;
+        }
+        for (int64_t h = 0; h < H; ++h) {
+          Vec acc(0);
+          for (int64_t f = 0; f < F; f += W) {
+            const int64_t c = h * F + f, n = std::min<int64_t>(W, F - f);
+            acc = acc + Vec::loadu(own + c, n) * Vec::loadu(other + c, n);  // lanes past n are 0 * 0
+          }
+          out[e * H + h] = lane_sum(acc, W);
+        }
+      }
+    }
+  });
+}
+
 // ------------------------------------------------------------------ entry points
 
 void check_inputs(const at::Tensor& indptr, const at::Tensor& eids, const at::Tensor& x) {
@@ -847,6 +936,40 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> gatv2_logits_backward
   return {gs, gd, ga, ge};
 }
 
+void check_rows(const at::Tensor& rows, int64_t heads, const char* name) {
+  TORCH_CHECK(rows.dim() == 2 && rows.is_contiguous() && rows.device().is_cpu() && heads > 0 &&
+              rows.size(1) % heads == 0, name, " must be contiguous CPU rows [N, H F]");
+}
+
+at::Tensor edge_weighted_rows(const at::Tensor& weights, const at::Tensor& rows, int64_t heads,
+                              const at::Tensor& indptr, const at::Tensor& nbr, const at::Tensor& eids) {
+  const Csr csr = csr_of(indptr, nbr, eids);
+  check_rows(rows, heads, "rows");
+  TORCH_CHECK(weights.dim() == 2 && weights.is_contiguous() && weights.size(0) == eids.numel() &&
+              weights.size(1) == heads && weights.scalar_type() == rows.scalar_type(), "weights must be [E, H]");
+  at::Tensor out = at::empty({csr.n, rows.size(1)}, rows.options());
+  AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "edge_weighted_rows", [&] {
+    weighted_rows_kernel<scalar_t>(csr, weights.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(), heads,
+                                   rows.size(1) / heads, out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+at::Tensor edge_head_dots(const at::Tensor& own_rows, const at::Tensor& other_rows, int64_t heads,
+                          const at::Tensor& indptr, const at::Tensor& nbr, const at::Tensor& eids) {
+  const Csr csr = csr_of(indptr, nbr, eids);
+  check_rows(own_rows, heads, "own_rows");
+  check_rows(other_rows, heads, "other_rows");
+  TORCH_CHECK(own_rows.size(0) == csr.n && own_rows.size(1) == other_rows.size(1) &&
+              own_rows.scalar_type() == other_rows.scalar_type(), "own_rows must be [N, H F] of the CSR's nodes");
+  at::Tensor out = at::empty({eids.numel(), heads}, own_rows.options());
+  AT_DISPATCH_FLOATING_TYPES(own_rows.scalar_type(), "edge_head_dots", [&] {
+    head_dots_kernel<scalar_t>(csr, own_rows.data_ptr<scalar_t>(), other_rows.data_ptr<scalar_t>(), heads,
+                               own_rows.size(1) / heads, out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(zoo_edge_ops, lib) {
@@ -864,4 +987,8 @@ TORCH_LIBRARY(zoo_edge_ops, lib) {
           " float slope, Tensor in_indptr, Tensor in_src, Tensor in_eids, Tensor out_indptr, Tensor out_dst,"
           " Tensor out_eids, bool need_src, bool need_dst, bool need_attn, bool need_edge)"
           " -> (Tensor, Tensor, Tensor, Tensor)", &gatv2_logits_backward);
+  lib.def("edge_weighted_rows(Tensor weights, Tensor rows, int heads, Tensor indptr, Tensor nbr, Tensor eids)"
+          " -> Tensor", &edge_weighted_rows);
+  lib.def("edge_head_dots(Tensor own_rows, Tensor other_rows, int heads, Tensor indptr, Tensor nbr, Tensor eids)"
+          " -> Tensor", &edge_head_dots);
 }
