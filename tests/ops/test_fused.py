@@ -202,10 +202,12 @@ def gatv2_run(graph, dtype, fused, heads=HEADS, feats=5, edge_term=False, seed=0
     return [out.detach(), *grads]
 
 
-def assert_gatv2_paths_agree(graph, dtype, **kwargs):
-    fused, pure = gatv2_run(graph, dtype, True, **kwargs), gatv2_run(graph, dtype, False, **kwargs)
+def assert_runs_agree(run, graph, dtype, **kwargs):
+    """``run(graph, dtype, fused, **kwargs)`` (outputs and gradients) on both paths: sums of up to a
+    few hundred edges' terms, in another order."""
+    fused, pure = run(graph, dtype, True, **kwargs), run(graph, dtype, False, **kwargs)
     double = dtype == torch.float64
-    for got, want in zip(fused, pure):  # sums of up to a few hundred edges' terms, in another order
+    for got, want in zip(fused, pure):
         scale = float(want.abs().max()) + 1
         torch.testing.assert_close(got, want, atol=(1e-12 if double else 1e-5) * scale, rtol=1e-10 if double else 1e-4)
     return fused
@@ -217,7 +219,7 @@ def test_gatv2_logits_paths_agree(heads, feats, dtype):
     """Power-law in-degrees: hubs of up to 300 in-edges, nodes without in- or out-edges, loops."""
     graph = dgl.add_nodes(power_law_graph(seed=10), 3)  # and three isolated nodes
     assert (graph.in_degrees() == 0).any() and (graph.out_degrees() == 0).any()
-    fused = assert_gatv2_paths_agree(graph, dtype, heads=heads, feats=feats, edge_term=heads == 2)
+    fused = assert_runs_agree(gatv2_run, graph, dtype, heads=heads, feats=feats, edge_term=heads == 2)
     assert bool((fused[1][graph.out_degrees() == 0] == 0).all())  # a source of no edge gets no gradient
 
 
@@ -226,8 +228,8 @@ def test_gatv2_logits_on_blocks_and_int32_graphs():
     dst = torch.arange(0, graph.num_nodes(), 2)
     block = dgl.to_block(dgl.in_subgraph(graph, dst), dst_nodes=dst)
     assert (block.in_degrees() == 0).any() and block.num_src_nodes() > block.num_dst_nodes()
-    assert_gatv2_paths_agree(block, torch.float64, edge_term=True)
-    assert_gatv2_paths_agree(graph.int(), torch.float64)
+    assert_runs_agree(gatv2_run, block, torch.float64, edge_term=True)
+    assert_runs_agree(gatv2_run, graph.int(), torch.float64)
 
 
 @pytest.mark.parametrize("feats", [8, 2])  # heads as wide as a float64 vector or more; narrower heads
@@ -262,20 +264,11 @@ def aggregate_run(graph, dtype, fused, heads=HEADS, feats=5, seed=0):
     return [out.detach(), *grads]
 
 
-def assert_aggregate_paths_agree(graph, dtype, **kwargs):
-    fused, pure = aggregate_run(graph, dtype, True, **kwargs), aggregate_run(graph, dtype, False, **kwargs)
-    double = dtype == torch.float64
-    for got, want in zip(fused, pure):
-        scale = float(want.abs().max()) + 1
-        torch.testing.assert_close(got, want, atol=(1e-12 if double else 1e-5) * scale, rtol=1e-10 if double else 1e-4)
-    return fused
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("heads, feats", [(1, 1), (3, 5), (2, 11), (8, 16)])  # F around the vector width
 def test_weighted_sum_paths_agree(heads, feats, dtype):
     graph = dgl.add_nodes(power_law_graph(seed=12), 3)  # hubs, nodes without in- or out-edges, loops
-    fused = assert_aggregate_paths_agree(graph, dtype, heads=heads, feats=feats)
+    fused = assert_runs_agree(aggregate_run, graph, dtype, heads=heads, feats=feats)
     assert bool((fused[0][graph.in_degrees() == 0] == 0).all())  # no in-edges: a zero row
     assert bool((fused[2][graph.out_degrees() == 0] == 0).all())  # no out-edges: no feat gradient
 
@@ -285,8 +278,8 @@ def test_weighted_sum_on_blocks_and_int32_graphs():
     dst = torch.arange(0, graph.num_nodes(), 2)
     block = dgl.to_block(dgl.in_subgraph(graph, dst), dst_nodes=dst)
     assert (block.in_degrees() == 0).any() and block.num_src_nodes() > block.num_dst_nodes()
-    assert_aggregate_paths_agree(block, torch.float64)
-    assert_aggregate_paths_agree(graph.int(), torch.float64)
+    assert_runs_agree(aggregate_run, block, torch.float64)
+    assert_runs_agree(aggregate_run, graph.int(), torch.float64)
 
 
 @pytest.mark.parametrize("feats", [8, 2])
