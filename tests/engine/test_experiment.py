@@ -111,6 +111,36 @@ def test_sweep_in_seed_order_with_force_retrains_each_seed_once(monkeypatch):
     assert calls == [("a", [0], True), ("a", [0], False), ("a", [1], True), ("a", [0, 1], False)]
 
 
+def test_a_shared_sweep_takes_over_at_the_end_the_seeds_whose_job_stopped(monkeypatch, capsys):
+    """Seed 1 of a was left to another job, which died (say, killed when the machine ran out of
+    memory) after this job had passed it: at the end this job tries it again and, finding it free,
+    trains it, so the seed is not left undone."""
+    calls, held = [], {("a", 1)}  # the other job holds a's seed 1 until this job's rounds are over
+
+    def run(recipe, out, *, seeds, force=False, progress=True, device="cpu", share=False):
+        calls.append((recipe.name, list(seeds), share))
+        busy = [seed for seed in seeds if (recipe.name, seed) in held]
+        return {"recipe": recipe.name, "seeds": [seed for seed in seeds if seed not in busy], "busy": busy}
+
+    monkeypatch.setattr(experiment, "run_recipe", run)
+    a = build_recipe({**GCN, "name": "a", "seeds": [0, 1, 2]})
+    b = build_recipe({**GCN, "name": "b", "seeds": [0, 1, 2]})
+    original_say = experiment.say
+
+    def say(message):  # the rounds are over once the sweep says it takes over: the other job is gone
+        if "taking over" in message:
+            held.clear()
+        original_say(message)
+
+    monkeypatch.setattr(experiment, "say", say)
+    results = experiment.run_sweep([a, b], order="seed", share=True)
+    assert calls[-1] == ("a", [0, 1, 2], True) and len(calls) == 7  # 6 rounds, then a's retry; b had none busy
+    assert results["a"] == {"recipe": "a", "seeds": [0, 1, 2], "busy": []}
+    out = capsys.readouterr().out
+    assert "a: seed 1 was left to other jobs; taking over any whose job has stopped" in out
+    assert "left to the jobs training them" not in out
+
+
 def test_sweep_in_recipe_order_and_a_bad_order(monkeypatch):
     calls = []
     monkeypatch.setattr(experiment, "run_recipe", _recording_run_recipe(calls))

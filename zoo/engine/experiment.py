@@ -267,7 +267,8 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
     fails only that recipe, printed with its traceback; the sweep goes on with the next one.
     ``share``: a seed another process is training is left to it and the sweep goes on
     (:func:`run_recipe`), so the same sweep started twice divides the seeds between the two jobs
-    (not with ``force``: a ValueError).
+    (not with ``force``: a ValueError). At the end such seeds are tried once more, so a seed whose
+    job stopped (killed, out of memory) while this one went on is resumed here, not left undone.
 
     >>> run_sweep([load_recipe("recipes/cora_gat.yaml"), load_recipe("recipes/cora_gatv2.yaml")],
     ...           seeds=[0, 1], order="seed")    # doctest: +SKIP
@@ -284,28 +285,24 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
             if isinstance(results.get(recipe.name), str) or (round_ is not None and round_ >= len(own)):
                 continue
             say(f"\n[{index}/{len(recipes)}] {recipe.name}" + ("" if round_ is None else f", seed {own[round_]}"))
-            try:
-                if round_ is None:
-                    results[recipe.name] = run_recipe(recipe, out, seeds=own, force=force, progress=progress,
-                                                      device=device, share=share)
-                    continue
+            if round_ is None:
+                _record(results, recipe, lambda: run_recipe(recipe, out, seeds=own, force=force, progress=progress,
+                                                            device=device, share=share))
+                continue
+
+            def this_round(recipe=recipe, seeds=own[:round_ + 1]):
                 if force:  # retrain this round's seed alone; the call below only reads it back
-                    run_recipe(recipe, out, seeds=own[round_:round_ + 1], force=True, progress=progress, device=device,
-                               share=share)
+                    run_recipe(recipe, out, seeds=seeds[-1:], force=True, progress=progress, device=device, share=share)
                 # seeds finished earlier are read back, not retrained, so the summary covers them all
-                results[recipe.name] = run_recipe(recipe, out, seeds=own[:round_ + 1], progress=progress,
-                                                  device=device, share=share)
-            except DatasetError as err:
-                say(f"skipped {recipe.name}: {err}")
-                results[recipe.name] = str(err)
-            except (CheckpointError, RunBusyError):
-                raise  # a corrupt run folder (the tool names the file and --force), or one another job trains
-            except Exception as err:  # noqa: BLE001 - one failing recipe must not stop a night's sweep
-                if not isinstance(err, TrainingDiverged):  # its message names the batch and the fix
-                    say(traceback.format_exc())
-                say(f"failed {recipe.name}: {type(err).__name__}: {err} (its finished seeds are kept; the sweep "
-                    "goes on with the next recipe)")
-                results[recipe.name] = f"{type(err).__name__}: {err}"
+                return run_recipe(recipe, out, seeds=seeds, progress=progress, device=device, share=share)
+            _record(results, recipe, this_round)
+    for recipe in recipes:  # a seed left to a job that has stopped since (killed, out of memory) is free again
+        result = results.get(recipe.name)
+        if share and isinstance(result, dict) and result.get("busy"):
+            say(f"\n{recipe.name}: seed {_seeds(result['busy'])} was left to other jobs; taking over any whose job "
+                "has stopped")
+            _record(results, recipe, lambda recipe=recipe: run_recipe(recipe, out, seeds=plan[recipe.name],
+                                                                      progress=progress, device=device, share=True))
     failed = [name for name, result in results.items() if isinstance(result, str)]
     diverged = [f"{name} seed {_seeds(result['diverged'])}" for name, result in results.items()
                 if isinstance(result, dict) and result.get("diverged")]
@@ -316,3 +313,22 @@ def run_sweep(recipes: list[Recipe], out: str | Path = "runs", *, seeds: list[in
         + (f"; left to the jobs training them: {'; '.join(left)}" if left else "")
         + (f"; skipped or failed: {', '.join(failed)}" if failed else ""))
     return results
+
+
+def _record(results: dict, recipe: Recipe, call) -> None:
+    """``results[recipe.name] = call()`` for :func:`run_sweep`, or the error's message: a missing
+    dataset skips the recipe and any other failure fails it (said), so the sweep goes on; an
+    unreadable checkpoint or a seed another process trains (without ``share``) stops the sweep."""
+    try:
+        results[recipe.name] = call()
+    except DatasetError as err:
+        say(f"skipped {recipe.name}: {err}")
+        results[recipe.name] = str(err)
+    except (CheckpointError, RunBusyError):
+        raise  # a corrupt run folder (the tool names the file and --force), or one another job trains
+    except Exception as err:  # noqa: BLE001 - one failing recipe must not stop a night's sweep
+        if not isinstance(err, TrainingDiverged):  # its message names the batch and the fix
+            say(traceback.format_exc())
+        say(f"failed {recipe.name}: {type(err).__name__}: {err} (its finished seeds are kept; the sweep "
+            "goes on with the next recipe)")
+        results[recipe.name] = f"{type(err).__name__}: {err}"
