@@ -118,12 +118,6 @@ def build_name(variant):
                                                     ).hexdigest()[:12]
 
 
-def in_csr(graph):
-    """``(indptr, eids)`` of the in-edges of each destination node, int64 (DGL's cached CSC)."""
-    indptr, _, eids = graph.adj_tensors("csc")
-    return indptr.long(), eids.long()
-
-
 def adjacency(graph, edges):
     """``(indptr, other ends, eids)``, int64, of each destination's in-edges (``edges="in"``, DGL's
     cached CSC) or of each source's out-edges (``"out"``, its CSR)."""

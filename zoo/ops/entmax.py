@@ -130,7 +130,7 @@ class _FusedEntmax(torch.autograd.Function):
         if torch.is_tensor(eps):
             eps = eps.clamp(min=EPS_FLOOR)
         mode = _fused.GENERAL if torch.is_tensor(eps) else _fused.float_mode(eps)
-        indptr, eids = _fused.in_csr(graph)
+        indptr, _, eids = _fused.adjacency(graph, "in")
         param = _fused.param(eps, x)
         p, t, total, stuck = _fused.kernels().entmax_forward(indptr, eids, x, param, mode, n_bisect, max_iter)
         check_finite_sum(graph, total)

@@ -164,7 +164,7 @@ class _FusedQSoftmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph, x, q, taylor_eps):
         x = x.contiguous()
-        indptr, eids = _fused.in_csr(graph)
+        indptr, _, eids = _fused.adjacency(graph, "in")
         eps = q - 1
         mode = _mode(eps, taylor_eps)
         param = _fused.param(eps, x)
