@@ -610,46 +610,58 @@ Csr csr_of(const at::Tensor& indptr, const at::Tensor& nbr, const at::Tensor& ei
   return {indptr.data_ptr<int64_t>(), nbr.data_ptr<int64_t>(), eids.data_ptr<int64_t>(), indptr.size(0) - 1};
 }
 
+// out[h] = the sum over head h's F lanes of term(c, n), a vector of lanes [c, c + n) of a row of
+// H F: heads at least a vector wide sum in a vector, then its lanes; narrower heads take the row's
+// terms in whole vectors (into ``terms``, H F lanes), then each head's lanes one by one.
+template <typename scalar_t, typename Term>
+void head_sums(int64_t H, int64_t F, scalar_t* terms, const Term& term, scalar_t* out) {
+  using Vec = Vectorized<scalar_t>;
+  constexpr int64_t W = Vec::size();
+  if (F < W) {
+    for (int64_t c = 0; c < H * F; c += W) {
+      const int64_t n = std::min<int64_t>(W, H * F - c);
+      term(c, n).store(terms + c, n);
+    }
+    for (int64_t h = 0; h < H; ++h) {
+      scalar_t sum = 0;
+      for (int64_t f = 0; f < F; ++f) sum += terms[h * F + f];
+      out[h] = sum;
+    }
+    return;
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    Vec acc(0);
+    for (int64_t f = 0; f < F; f += W) acc = acc + term(h * F + f, std::min<int64_t>(W, F - f));
+    out[h] = lane_sum(acc, W);  // lanes past n hold 0 (loadu fills them so)
+  }
+}
+
+// Each head's value of a row [H] spread over its F lanes of ``lanes`` [H F].
+template <typename scalar_t>
+void spread_heads(const scalar_t* per_head, int64_t H, int64_t F, scalar_t* lanes) {
+  for (int64_t h = 0; h < H; ++h) std::fill_n(lanes + h * F, F, per_head[h]);
+}
+
 // Forward per destination over the in-CSR (the destination's row stays in cache while its in-edges
-// run). Wide heads: a vector sum per head; heads narrower than a vector: the row's terms in
-// whole vectors, then each head's sum. Each logit is its own sum, whatever the thread count.
+// run), each edge's logits by head_sums: each logit is its own sum, whatever the thread count.
 template <typename scalar_t>
 void gatv2_forward_kernel(const Gatv2<scalar_t>& op, const Csr& in, const scalar_t* fs, const scalar_t* fd,
                           scalar_t* out) {
   using Vec = Vectorized<scalar_t>;
-  constexpr int64_t W = Vec::size();
   const int64_t R = op.R, H = op.H, F = op.F;
   const Rows<scalar_t> ahead{{fs}, {}, R};
   for_each_task(task_bounds(in.indptr, in.n), in.indptr[in.n] * R, [&](int64_t, int64_t v0, int64_t v1) {
-    std::vector<scalar_t> terms(F < W ? R : 0);
+    std::vector<scalar_t> terms(R);
     for (int64_t v = v0; v < v1; ++v) {
       const scalar_t* own = fd + v * R;
       for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
         if (k + AHEAD < in.indptr[v1]) ahead.fetch(in.nbr[k + AHEAD]);
         const int64_t e = in.eids[k];
         const scalar_t* other = fs + in.nbr[k] * R;
-        if (F < W) {
-          for (int64_t c = 0; c < R; c += W) {
-            const int64_t n = std::min<int64_t>(W, R - c);
-            const Vec z = op.z(own, other, e, c, n);
-            (Vec::loadu(op.attn + c, n) * op.leaky(z, z > Vec(0))).store(terms.data() + c, n);
-          }
-          for (int64_t h = 0; h < H; ++h) {
-            scalar_t sum = 0;
-            for (int64_t f = 0; f < F; ++f) sum += terms[h * F + f];
-            out[e * H + h] = sum;
-          }
-          continue;
-        }
-        for (int64_t h = 0; h < H; ++h) {
-          Vec acc(0);
-          for (int64_t f = 0; f < F; f += W) {
-            const int64_t c = h * F + f, n = std::min<int64_t>(W, F - f);
-            const Vec z = op.z(own, other, e, c, n);
-            acc = acc + Vec::loadu(op.attn + c, n) * op.leaky(z, z > Vec(0));  // lanes past n are 0 * 0
-          }
-          out[e * H + h] = lane_sum(acc, W);
-        }
+        head_sums(H, F, terms.data(), [&](int64_t c, int64_t n) {
+          const Vec z = op.z(own, other, e, c, n);
+          return Vec::loadu(op.attn + c, n) * op.leaky(z, z > Vec(0));
+        }, out + e * H);
       }
     }
   });
@@ -679,7 +691,7 @@ void gatv2_grad_pass(const Gatv2<scalar_t>& op, const scalar_t* g, const Csr& cs
           if (k + AHEAD < csr.indptr[v1]) ahead.fetch(csr.nbr[k + AHEAD]);
           const int64_t e = csr.eids[k];
           const scalar_t* other = other_rows + csr.nbr[k] * R;
-          for (int64_t h = 0; h < H; ++h) std::fill_n(spread.data() + h * F, F, g[e * H + h]);
+          spread_heads(g + e * H, H, F, spread.data());
           for (int64_t c = 0; c < R; c += W) {
             const int64_t n = std::min<int64_t>(W, R - c);
             const Vec z = op.z(own, other, e, c, n), gv = Vec::loadu(spread.data() + c, n), positive = z > Vec(0);
@@ -739,7 +751,7 @@ void weighted_rows_kernel(const Csr& csr, const scalar_t* w, const scalar_t* row
         for (int64_t k = k0; k < k1; ++k) {
           if (k + AHEAD < csr.indptr[v1]) ahead.fetch(csr.nbr[k + AHEAD]);
           const int64_t e = csr.eids[k];
-          for (int64_t h = 0; h < H; ++h) std::fill_n(spread.data() + h * F, F, w[e * H + h]);
+          spread_heads(w + e * H, H, F, spread.data());
           for (int64_t c = 0; c < R; c += W) {
             const int64_t n = std::min<int64_t>(W, R - c);
             const Vec term = Vec::loadu(spread.data() + c, n) * Vec::loadu(rows + csr.nbr[k] * R + c, n);
@@ -764,43 +776,25 @@ void weighted_rows_kernel(const Csr& csr, const scalar_t* w, const scalar_t* row
   });
 }
 
-// out[e, h] = sum_f own[v, h, f] * other[nbr, h, f] for every edge e of node v (a CSR): the weight
-// gradient of edge_weighted_sum (own: the output's gradient per destination, other: feat).
+// out[e, h] = sum_f own[v, h, f] * other[nbr, h, f] for every edge e of node v (a CSR), by
+// head_sums: the weight gradient of edge_weighted_sum (own: the output's gradient per
+// destination, other: feat).
 template <typename scalar_t>
 void head_dots_kernel(const Csr& csr, const scalar_t* own_rows, const scalar_t* other_rows, int64_t H, int64_t F,
                       scalar_t* out) {
   using Vec = Vectorized<scalar_t>;
-  constexpr int64_t W = Vec::size();
   const int64_t R = H * F;
   const Rows<scalar_t> ahead{{other_rows}, {}, R};
   for_each_task(task_bounds(csr.indptr, csr.n), csr.indptr[csr.n] * R, [&](int64_t, int64_t v0, int64_t v1) {
-    std::vector<scalar_t> terms(F < W ? R : 0);
+    std::vector<scalar_t> terms(R);
     for (int64_t v = v0; v < v1; ++v) {
       const scalar_t* own = own_rows + v * R;
       for (int64_t k = csr.indptr[v]; k < csr.indptr[v + 1]; ++k) {
         if (k + AHEAD < csr.indptr[v1]) ahead.fetch(csr.nbr[k + AHEAD]);
-        const int64_t e = csr.eids[k];
         const scalar_t* other = other_rows + csr.nbr[k] * R;
-        if (F < W) {
-          for (int64_t c = 0; c < R; c += W) {
-            const int64_t n = std::min<int64_t>(W, R - c);
-            (Vec::loadu(own + c, n) * Vec::loadu(other + c, n)).store(terms.data() + c, n);
-          }
-          for (int64_t h = 0; h < H; ++h) {
-            scalar_t sum = 0;
-            for (int64_t f = 0; f < F; ++f) sum += terms[h * F + f];
-            out[e * H + h] = sum;
-          }
-          continue;
-        }
-        for (int64_t h = 0; h < H; ++h) {
-          Vec acc(0);
-          for (int64_t f = 0; f < F; f += W) {
-            const int64_t c = h * F + f, n = std::min<int64_t>(W, F - f);
-            acc = acc + Vec::loadu(own + c, n) * Vec::loadu(other + c, n);  // lanes past n are 0 * 0
-          }
-          out[e * H + h] = lane_sum(acc, W);
-        }
+        head_sums(H, F, terms.data(), [&](int64_t c, int64_t n) {
+          return Vec::loadu(own + c, n) * Vec::loadu(other + c, n);
+        }, out + csr.eids[k] * H);
       }
     }
   });
