@@ -47,20 +47,25 @@ def write_cases(root: Path) -> Path:
     return root
 
 
-def write_mae_run(root: Path, model: str, seed: int, val: float, test: float) -> None:
-    """One seed of ``zinc_<model>`` whose main metric, MAE, is lower-is-better."""
-    run_dir = root / f"zinc_{model}" / "0123456789"
+def write_mae_run(root: Path, model: str, seed: int, val: float, test: float, dataset: str = "zinc",
+                  metric: str = "mae") -> None:
+    """One seed of ``<dataset>_<model>`` whose main metric is ``metric`` (by default ZINC's MAE,
+    lower-is-better)."""
+    run_dir = root / f"{dataset}_{model}" / "0123456789"
     (run_dir / f"seed{seed}").mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump({"name": f"zinc_{model}", "dataset": "zinc", "model": {"name": "x"}}))
-    metrics = {"seed": seed, "split": 0, "dataset": "zinc", "main_metric": "mae",
-               "final": {"val": {"mae": val}, "test": {"mae": test}}}
+    config = {"name": f"{dataset}_{model}", "dataset": dataset, "model": {"name": "x"}}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    metrics = {"seed": seed, "split": 0, "dataset": dataset, "main_metric": metric,
+               "final": {"val": {metric: val}, "test": {metric: test}}}
     (run_dir / f"seed{seed}" / "metrics.json").write_text(json.dumps(metrics))
 
 
-def table_of(cells: dict, rows: list[str], datasets: list[str], **options) -> ResultsTable:
+def table_of(cells: dict, rows: list[str], datasets: list[str], percent=True, **options) -> ResultsTable:
     """A results table from ``{(row, dataset): {seed: score}}``: test accuracy in percent, higher is
-    better, unless ``options`` (other ResultsTable fields) say otherwise."""
+    better, unless ``options`` (other ResultsTable fields) say otherwise. ``percent``: True (every
+    dataset in percent), False (none) or the datasets that are."""
     scores = {key: pd.Series(by_seed, dtype=float) for key, by_seed in cells.items()}
+    in_percent = frozenset(datasets if percent is True else percent or ())
     fields = {"metric": "main", "split": "test", "main_metrics": dict.fromkeys(datasets, "accuracy"),
-              "percent": True, "higher_is_better": True, **options}
+              "percent_datasets": in_percent, "higher_is_better": True, **options}
     return ResultsTable(rows=rows, datasets=datasets, scores=scores, **fields)

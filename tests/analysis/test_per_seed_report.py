@@ -36,3 +36,13 @@ def test_cli_appends_the_per_seed_table(tmp_path, capsys):
     assert "| g1 | zinc | mae | 0.0892 | 0.0906 |" in per_seed
     assert "| gps | zinc | mae | 0.0978 | 0.0918 |" in per_seed
     assert tool.main([str(tmp_path)]) == 0 and "## Per seed" not in capsys.readouterr().out
+
+
+def test_percent_and_own_units_keep_their_digits():
+    table = table_of({("sig", "molhiv"): {0: 78.5612}, ("sig", "peptides_func"): {0: 0.53141}}, rows=["sig"],
+                     datasets=["molhiv", "peptides_func"], percent={"molhiv"},
+                     main_metrics={"molhiv": "roc_auc", "peptides_func": "ap"})
+    lines = render_per_seed(table).splitlines()
+    assert lines[2:4] == ["| sig | molhiv | roc_auc | 78.56 |", "| sig | peptides_func | ap | 0.5314 |"]
+    assert lines[-1] == ("test split, in % on molhiv, own units elsewhere, per seed; a tuned row shows the seeds "
+                         "of the model it picked.")

@@ -189,3 +189,41 @@ def test_a_paper_of_test_accuracy_refuses_other_numbers():
         render_markdown(percent_table(split="val"), paper=SMALL_PAPER)
     with pytest.raises(ReportError, match="but this table is test ece"):
         render_markdown(percent_table(metric="ece"), paper=SMALL_PAPER)
+
+
+def test_percent_and_own_units_side_by_side():
+    """The 4c layout: ROC-AUC in percent on molhiv beside AP as a fraction on Peptides-func (as the
+    paper prints them). Each column keeps its digits, and no avg mixes the two units. Means and
+    sds by hand: 78.40 ± 0.28 (0.4 / sqrt 2), 77.30 ± 0.42, 0.5350 ± 0.0071, 0.5100 ± 0.0141."""
+    table = table_of({("sig", "molhiv"): {0: 78.6, 1: 78.2}, ("gps", "molhiv"): {0: 77.6, 1: 77.0},
+                      ("sig", "peptides_func"): {0: 0.53, 1: 0.54}, ("gps", "peptides_func"): {0: 0.52, 1: 0.50}},
+                     rows=["gps", "sig"], datasets=["molhiv", "peptides_func"], percent={"molhiv"},
+                     main_metrics={"molhiv": "roc_auc", "peptides_func": "ap"})
+    comparisons = pd.DataFrame([["molhiv", "sig", "gps", 2, 1.1, "t", 11.0, 0.0577, 0.0577, 7.78, None],
+                                ["peptides_func", "sig", "gps", 2, 0.025, "t", 1.67, 0.344, 0.344, 1.18, None]],
+                               columns=COLUMNS)
+    lines = render_markdown(table, comparisons).splitlines()
+    assert lines[0] == ("# Results: test main metric (roc_auc on molhiv; ap on peptides_func), "
+                        "in % on molhiv, own units elsewhere, mean ± sd over seeds")
+    assert lines[4:6] == ["| gps | 77.30 ± 0.42 | 0.5100 ± 0.0141 | - | 2.00 |",
+                          "| sig | **78.40 ± 0.28** | **0.5350 ± 0.0071** | - | **1.00** |"]
+    assert ("- avg left out: it would mix percentages (molhiv) with scores in their metrics' own units; "
+            "avg rank and the rank tests do not depend on units.") in lines
+    start = lines.index("## Paired tests: sig vs each model, by seed")
+    assert "(percentage points on molhiv, metric units elsewhere)" in lines[start + 2]
+    assert lines[start + 6:start + 8] == ["| molhiv | gps | 2 | +1.10 | t | 11 | 0.0577 | 0.0577 | 7.78 |",
+                                          "| peptides_func | gps | 2 | +0.0250 | t | 1.67 | 0.344 | 0.344 | 1.18 |"]
+    assert math.isnan(table_frame(table).at["sig", "avg"])
+    assert table_frame(table.restricted(["molhiv"])).at["sig", "avg"] == pytest.approx(78.4)
+
+
+def test_avg_over_percent_datasets_alone_has_percent_digits():
+    """Beside an AP column that lacks a row, avg runs over the ROC-AUC column alone, in its 2 decimals."""
+    table = table_of({("sig", "molhiv"): {0: 78.6, 1: 78.2}, ("gps", "molhiv"): {0: 77.6, 1: 77.0},
+                      ("sig", "peptides_func"): {0: 0.53, 1: 0.54}},
+                     rows=["gps", "sig"], datasets=["molhiv", "peptides_func"], percent={"molhiv"},
+                     main_metrics={"molhiv": "roc_auc", "peptides_func": "ap"})
+    lines = render_markdown(table).splitlines()
+    assert lines[4:6] == ["| gps | 77.30 ± 0.42 | - | 77.30 | 2.00 |",
+                          "| sig | **78.40 ± 0.28** | **0.5350 ± 0.0071** | **78.40** | **1.00** |"]
+    assert not any(line.startswith("- avg left out") for line in lines)

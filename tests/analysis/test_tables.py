@@ -24,6 +24,18 @@ def test_table_means_in_percent_and_missing_cells(runs):
     assert table.avg_rank.tolist() == [2.5, 2.5, 1.0]  # cora: 2, 3, 1; texas: 3, 2, 1
 
 
+def test_roc_auc_in_percent_beside_ap_in_its_own_units(tmp_path):
+    for seed in range(2):
+        write_mae_run(tmp_path, "sig", seed, 0.8, 0.78 + seed / 100, dataset="molhiv", metric="roc_auc")
+        write_mae_run(tmp_path, "sig", seed, 0.6, 0.53 + seed / 100, dataset="peptides_func", metric="ap")
+    table = results_table(collect_runs([tmp_path]))
+    assert table.percent_datasets == {"molhiv"} and not table.percent
+    assert table.mean.loc["sig"].tolist() == pytest.approx([78.5, 0.535])
+    assert (table.digits("molhiv"), table.digits("peptides_func")) == (2, 4)
+    assert not table.units_agree(table.complete_datasets) and np.isnan(table.avg["sig"])
+    assert table.restricted(["molhiv"]).avg["sig"] == pytest.approx(78.5)
+
+
 def test_tuned_row_picks_by_validation_not_test(runs):
     table = results_table(collect_runs(runs), tuned={"qfrozen": "qfrozen_*"}, reference="ltga_edge")
     assert table.rows == ["gat", "gatv2", "ltga_edge", "qfrozen (tuned)"]

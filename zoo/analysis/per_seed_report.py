@@ -1,7 +1,7 @@
 """Each cell of a results table seed by seed: the numbers behind its mean ± sd and paired tests."""
 from __future__ import annotations
 
-from zoo.analysis.rendering import markdown_table, number
+from zoo.analysis.rendering import markdown_table, number, unit_text
 from zoo.analysis.tables import ResultsTable
 
 
@@ -18,14 +18,15 @@ def render_per_seed(table: ResultsTable) -> str:
     <BLANKLINE>
     test split, in %, per seed; a tuned row shows the seeds of the model it picked.
     """
-    digits = table.digits
     cells = [(row, dataset) for row in table.rows for dataset in table.datasets if (row, dataset) in table.scores]
     seeds = sorted({int(seed) for cell in cells for seed in table.scores[cell].index})
     lines = []
     for row, dataset in cells:
         scores = table.scores[row, dataset]
         metric = table.main_metrics[dataset] if table.metric == "main" else table.metric
+        digits = table.digits(dataset)
         lines.append([row, dataset, metric] + [number(scores[s], digits) if s in scores.index else "-" for s in seeds])
-    unit = ", in %" if table.percent else ""
+    unit = unit_text(table, "in %")
     return "\n".join(markdown_table(["model", "dataset", "metric"] + [f"seed {s}" for s in seeds], lines) + [
-        "", f"{table.split} split{unit}, per seed; a tuned row shows the seeds of the model it picked."]) + "\n"
+        "", f"{table.split} split{', ' + unit if unit else ''}, per seed; a tuned row shows the seeds of the model "
+            "it picked."]) + "\n"

@@ -58,19 +58,33 @@ def _metric_title(table: ResultsTable) -> str:
         for dataset in table.datasets:
             by_metric.setdefault(table.main_metrics[dataset], []).append(dataset)
         name = "main metric (" + "; ".join(f"{m} on {', '.join(ds)}" for m, ds in by_metric.items()) + ")"
-    unit = "in %, " if table.percent else ""
-    return f"{table.split} {name}, {unit}mean ± sd over seeds"
+    unit = unit_text(table, "in %")
+    return f"{table.split} {name}, {unit + ', ' if unit else ''}mean ± sd over seeds"
+
+
+def unit_text(table: ResultsTable, percent: str, own: str = "") -> str:
+    """The table's unit: ``percent`` when every dataset is in percent, ``own`` when none is, else
+    ``percent`` on the datasets that are and ``own`` (or "own units") elsewhere.
+
+    >>> from zoo.analysis.tables import ResultsTable
+    >>> mixed = ResultsTable("main", "test", [], ["molhiv", "peptides_func"], {}, {}, frozenset({"molhiv"}), True)
+    >>> unit_text(mixed, "percentage points", "metric units")
+    'percentage points on molhiv, metric units elsewhere'
+    """
+    if table.percent:
+        return percent
+    inside = [d for d in table.datasets if d in table.percent_datasets]
+    return f"{percent} on {', '.join(inside)}, {own or 'own units'} elsewhere" if inside else own
 
 
 def _cell_texts(table: ResultsTable, rows: list[str], paper: Paper | None) -> tuple[list[list[str]], int]:
     """Per dataset, each row's ``mean ± sd`` (``(n=...)`` off the usual seed count; best of the
     ranked rows bold; `` [paper mean ± sd]`` where the paper has the cell), and the usual count."""
-    digits = table.digits
     mean, sd, n = (table.cells(stat, rows) for stat in ("mean", "std", "count"))
     typical = int(np.nanmax(n.to_numpy())) if n.notna().any().any() else 0
     columns = []
     for d in table.datasets:
-        texts = []
+        texts, digits = [], table.digits(d)
         for r in rows:
             if np.isnan(mean.at[r, d]):
                 texts.append("-")
@@ -87,10 +101,11 @@ def _cell_texts(table: ResultsTable, rows: list[str], paper: Paper | None) -> tu
 
 def _average_columns(table: ResultsTable, block: ResultsTable, rows: list[str], paper: Paper | None) -> list:
     """The avg and avg rank columns of one block; oracle rows get an avg only where complete, no rank."""
-    digits = table.digits
+    complete = block.complete_datasets
+    digits = table.digits(complete[0] if complete else None)  # avg is NaN unless their units agree
     avg = block.avg.reindex(rows)
-    if table.oracles and block.complete_datasets:
-        avg.update(block.cells("mean", list(table.oracles))[block.complete_datasets].mean(axis=1, skipna=False))
+    if table.oracles and complete and block.units_agree(complete):
+        avg.update(block.cells("mean", list(table.oracles))[complete].mean(axis=1, skipna=False))
     texts = _bold_best(avg.where(avg.index.isin(table.rows)),
                        ["-" if np.isnan(v) else number(v, digits) for v in avg], not table.higher_is_better)
     if paper and paper.avg_comparable(block):
@@ -150,6 +165,10 @@ def _notes(table: ResultsTable, blocks: list[tuple[str, dict]], paper: Paper | N
                          f"where every row has runs; dropped: {dropped}.")
         elif label:
             notes.append(f"- avg, avg rank and the Friedman test{over} use every one of those datasets.")
+        if not table.units_agree(ranks["datasets"]):
+            inside = [d for d in ranks["datasets"] if d in table.percent_datasets]
+            notes.append(f"- avg{over} left out: it would mix percentages ({', '.join(inside)}) with scores in "
+                         "their metrics' own units; avg rank and the rank tests do not depend on units.")
     return notes + (paper.notes(table, table.rows + list(table.oracles)) if paper else [])
 
 
@@ -161,7 +180,7 @@ def _p(p: float) -> str:
 def _paired_lines(comparisons: pd.DataFrame, table: ResultsTable, alpha: float) -> list[str]:
     """The paired-tests section: how the tests were chosen, then one line per comparison."""
     reference = comparisons.reference.iloc[0] if len(comparisons) else "?"
-    unit = "percentage points" if table.percent else "metric units"
+    unit = unit_text(table, "percentage points", "metric units")
     family = HOLM_FAMILIES[comparisons.attrs.get("holm_family", "dataset")]
     lines = [f"## Paired tests: {reference} vs each model, by seed", "",
              f"diff = {reference} - model ({unit}), over the n seeds both have. Paired t-test when "
@@ -169,13 +188,14 @@ def _paired_lines(comparisons: pd.DataFrame, table: ResultsTable, alpha: float) 
              f"signed-rank. p (Holm): Holm-corrected {family}; * marks "
              f"p (Holm) < {alpha}. d = mean diff / sd diff (inf when every difference is the same non-zero "
              f"value). n < 2: not tested.", ""]
-    rows, digits = [], table.digits
+    rows = []
     for r in comparisons.itertuples():
         if r.n < 2:
             rows.append([r.dataset, r.model, str(r.n), "-", "not tested", "-", "-", "-", "-"])
             continue
         star = " *" if r.p_holm < alpha else ""
-        rows.append([r.dataset, r.model, str(r.n), number(r.mean_diff, digits, "+"), "t" if r.test == "t" else "Wilcoxon",
+        diff = number(r.mean_diff, table.digits(r.dataset), "+")
+        rows.append([r.dataset, r.model, str(r.n), diff, "t" if r.test == "t" else "Wilcoxon",
                      f"{r.statistic:.3g}", _p(r.p_value), _p(r.p_holm) + star, f"{r.cohens_d:.2f}"])
     header = ["dataset", "model", "n", "diff", "test", "statistic", "p", "p (Holm)", "d"]
     return lines + (markdown_table(header, rows) if rows else ["No dataset has the reference and another row."])
@@ -273,7 +293,7 @@ def table_frame(table: ResultsTable, paper: Paper | None = None) -> pd.DataFrame
             cited = [paper.cell(r, d) or (np.nan, np.nan) for r in rows]
             frame[f"{d}_paper"], frame[f"{d}_paper_sd"] = [c[0] for c in cited], [c[1] for c in cited]
     complete = table.complete_datasets
-    frame["avg"] = mean[complete].mean(axis=1, skipna=False) if complete else np.nan
+    frame["avg"] = mean[complete].mean(axis=1, skipna=False) if complete and table.units_agree(complete) else np.nan
     frame["avg_rank"] = table.avg_rank
     if paper:
         inside = table.restricted(paper.datasets)

@@ -102,6 +102,8 @@ class ResultsTable:
     ``unrun[row][dataset]`` lists the candidates with no runs on a dataset that has a pick;
     ``oracles[row][dataset]`` is ``(model, mean test main metric)`` for oracle rows, which are
     not in ``rows`` (so out of every statistic) but have cells in ``scores``.
+    ``percent_datasets``: the datasets whose scores are in percent (accuracy, macro-F1, ROC-AUC);
+    the others keep their metric's own units (AP, MAE), as the papers print them.
     """
 
     metric: str
@@ -110,7 +112,7 @@ class ResultsTable:
     datasets: list[str]
     scores: dict
     main_metrics: dict
-    percent: bool
+    percent_datasets: frozenset
     higher_is_better: bool
     picks: dict = field(default_factory=dict)
     tune_seeds: list | None = None
@@ -141,9 +143,19 @@ class ResultsTable:
         return dataclasses.replace(self, datasets=[d for d in self.datasets if d in keep])
 
     @property
-    def digits(self) -> int:
-        """Decimals every rendering of this table's scores uses: 2 for percentages, else 4."""
-        return 2 if self.percent else 4
+    def percent(self) -> bool:
+        """Whether every dataset's scores are in percent."""
+        return set(self.datasets) <= self.percent_datasets
+
+    def units_agree(self, datasets) -> bool:
+        """Whether ``datasets`` are all in percent or all in their metrics' own units, so that a
+        mean over them is a number in one unit."""
+        return len({d in self.percent_datasets for d in datasets}) <= 1
+
+    def digits(self, dataset: str | None = None) -> int:
+        """Decimals for ``dataset``'s scores (default: the whole table's, as its averages use):
+        2 for percentages, else 4."""
+        return 2 if (self.percent if dataset is None else dataset in self.percent_datasets) else 4
 
     @property
     def mean(self) -> pd.DataFrame:
@@ -168,8 +180,12 @@ class ResultsTable:
 
     @property
     def avg(self) -> pd.Series:
-        """Each row's mean over the complete datasets."""
-        return self.mean[self.complete_datasets].mean(axis=1)
+        """Each row's mean over the complete datasets; NaN where their units differ (ROC-AUC in
+        percent beside AP as a fraction has no meaningful mean)."""
+        complete = self.complete_datasets
+        if not self.units_agree(complete):
+            return pd.Series(np.nan, index=self.rows)
+        return self.mean[complete].mean(axis=1)
 
     @property
     def avg_rank(self) -> pd.Series:
@@ -266,9 +282,11 @@ def results_table(df: pd.DataFrame, models=None, metric: str = "main", split: st
                 best = pick_best(test, lower)
                 oracle_picks[label][dataset] = (best, test[best])
                 scores[label, dataset] = cells[best, dataset].score
+    main_metrics = used.groupby("dataset").main_metric.first().to_dict()
+    percent = {d for d, name in main_metrics.items() if (name if metric == "main" else metric) in PERCENT_METRICS}
     return ResultsTable(metric=metric, split=split, rows=rows, datasets=order_datasets(used.dataset),
-                        scores=scores, main_metrics=used.groupby("dataset").main_metric.first().to_dict(),
-                        percent=names <= PERCENT_METRICS, higher_is_better=higher, picks=picks,
+                        scores=scores, main_metrics=main_metrics, percent_datasets=frozenset(percent),
+                        higher_is_better=higher, picks=picks,
                         tune_seeds=sorted(tune_seeds) if tune_seeds is not None else None, incomplete=incomplete,
                         unrun=unrun, oracles=oracle_picks)
 
