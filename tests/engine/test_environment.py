@@ -1,7 +1,10 @@
 """environment(): the versions, threads, CPU and git commit a run records; record_environment(): and
 those it ran in before it resumed."""
 import json
+import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -55,3 +58,21 @@ def test_git_commit_names_the_head_and_a_dirty_tree(tmp_path):
 
 def test_git_commit_outside_a_repository_is_unknown(tmp_path):
     assert git_commit(tmp_path) == "unknown"
+
+
+def test_a_run_records_the_commit_it_loaded_not_a_later_one(tmp_path):
+    """A sweep outlives commits: the seeds it starts after one still run the code it imported. A copy of
+    the package in its own repository is imported, then committed over, in one process."""
+    shutil.copytree(ROOT / "zoo", tmp_path / "zoo", ignore=shutil.ignore_patterns("__pycache__"))
+    identity = ("-c", "user.name=t", "-c", "user.email=t@t")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "zoo")
+    _git(tmp_path, *identity, "commit", "-qm", "loaded")
+    loaded = _git(tmp_path, "rev-parse", "HEAD")
+    script = ("import subprocess, sys\n"
+              "from zoo.engine import environment\n"
+              f"subprocess.run(['git', *{identity!r}, 'commit', '-q', '--allow-empty', '-m', 'later'], check=True)\n"
+              "print(environment.environment()['git_commit'], environment.git_commit())\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": str(tmp_path)}).stdout.split()
+    assert out[0] == loaded and out[1] not in (loaded, "unknown")

@@ -29,6 +29,12 @@ def git_commit(repo: Path = Path(__file__).resolve().parents[2]) -> str:
         return "unknown"
 
 
+LOADED_COMMIT = git_commit()
+"""The commit of the code this process runs: read once, when zoo is imported, so that a sweep
+which outlives a commit (a later ``git commit``, ``pull`` or edit) does not record the newer
+commit for the seeds it starts afterwards, whose code it never loaded."""
+
+
 def cpu() -> dict:
     """The CPU, on which float rounding depends: its model name (``/proc/cpuinfo``, else
     ``platform.processor()``) and the vector path torch's kernels take here."""
@@ -52,7 +58,7 @@ def record_environment(folder: str | Path, resumed: bool) -> None:
     37
     >>> record_environment(folder, resumed=True)
     >>> record = json.loads((folder / "environment.json").read_text())
-    >>> record["earlier"], record["git_commit"] == git_commit()
+    >>> record["earlier"], record["git_commit"] == LOADED_COMMIT
     ([{'git_commit': 'abc', 'zoo': '0.0.9'}], True)
     """
     path = Path(folder) / "environment.json"
@@ -73,8 +79,8 @@ def record_environment(folder: str | Path, resumed: bool) -> None:
 
 
 def environment() -> dict:
-    """Versions of Python, zoo and its key dependencies, the platform, the CPU, torch threads and
-    the malloc setting (:mod:`zoo.engine.allocator`)."""
+    """Versions of Python, zoo and its key dependencies, the platform, the CPU, the commit of the
+    loaded code (:data:`LOADED_COMMIT`), torch threads and the malloc setting (:mod:`zoo.engine.allocator`)."""
     versions = {}
     for name in PACKAGES:
         try:
@@ -86,7 +92,7 @@ def environment() -> dict:
         "platform": platform.platform(),
         "cpu": cpu(),
         "zoo": __version__,
-        "git_commit": git_commit(),
+        "git_commit": LOADED_COMMIT,
         "torch_threads": torch.get_num_threads(),
         "allocator": allocator_setting(),
         "packages": versions,
