@@ -17,6 +17,8 @@
         --dataset molhiv --repeats 5                 # real molhiv training batches (ZOO_DATA for the offline copy)
     OMP_NUM_THREADS=1 python tools/benchmark.py gps --recipe recipes/molhiv_cpu_siggate.yaml --models siggate_gt \
         --batch-size 256 --dataset molhiv --min-width 64 --clock cpu --repeats 9   # size groups from 32 vs 64 nodes
+    OMP_NUM_THREADS=1 python tools/benchmark.py gps --recipe recipes/molhiv_cpu_siggate.yaml --batch-size 256 \
+        --dataset molhiv --pure-ops --clock cpu --repeats 9   # fused GatedGCN kernels vs the pure-torch path
     python tools/benchmark.py aggregate                 # edge_weighted_sum vs DGL update_all (Tolokers-sized)
     python tools/benchmark.py logits                    # edge_gatv2_logits (fused, pure torch) vs the materialised
                                                         # [E, H, F] logits
@@ -60,7 +62,8 @@ def _gps(args: argparse.Namespace) -> None:
     benchmark_gps(batch_size=args.batch_size, repeats=args.repeats, recipe=args.recipe, models=tuple(args.models),
                   profile=args.profile if args.profile is not None else 0, top=args.top, peer=args.peer,
                   normaliser=args.normaliser, atoms=_atoms(args.atoms), one_block=args.one_block,
-                  dataset=args.dataset, min_widths=tuple(map(_width, args.min_width)), clock=args.clock)
+                  dataset=args.dataset, min_widths=tuple(map(_width, args.min_width)), clock=args.clock,
+                  pure_ops=args.pure_ops)
 
 
 class UsageError(ValueError):
@@ -144,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     gps.add_argument("--min-width", nargs="+", default=[], metavar="W",
                      help="also time each model with its attention's size groups starting at W nodes instead of "
                           "the checkout's zoo.nn.gated_attention.GROUP_MIN_WIDTH, one row per W")
+    gps.add_argument("--pure-ops", action="store_true",
+                     help="also time each model with the fused CPU kernels off (ZOO_FUSED_OPS=0's pure-torch paths: "
+                          "GatedGCN's message passing by index_select / index_add_), step by step in the same run")
     gps.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
                      help="wall: elapsed time (default); cpu: the process's CPU time, steadier beside other jobs")
     gps.add_argument("--dataset", help="time on this dataset card's training batches (e.g. molhiv, peptides_func; "

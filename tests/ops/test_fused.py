@@ -17,6 +17,7 @@ import torch
 
 from tests.ops.graphs import make_graph
 from zoo.ops import _fused, edge_entmax, edge_gatv2_logits, edge_qsoftmax, edge_sparsemax, edge_weighted_sum
+from zoo.ops.gated_gcn import gated_gcn_messages
 
 HEADS = 3  # not a multiple of the SIMD width: partial vectors everywhere
 
@@ -292,5 +293,50 @@ def test_weighted_sum_thread_counts_agree(feats):
     for threads in (1, 3):
         torch.set_num_threads(threads)
         results.append(aggregate_run(graph, torch.float64, True, feats=feats))
+    for one, several in zip(*results):
+        assert torch.equal(one, several)
+
+
+# ---- gated_gcn_messages: GatedGCN's fused edge step against index_select / index_add_ ----------------
+
+def gated_gcn_run(graph, dtype, fused, dim=5, seed=0):
+    """h', e' and the gradients of proj and ce of ``sum(h' * w) + sum(e' * v)``."""
+    gen = torch.Generator().manual_seed(seed)
+    proj = torch.randn(graph.num_nodes(), 4 * dim, generator=gen, dtype=dtype).requires_grad_()
+    ce = torch.randn(graph.num_edges(), dim, generator=gen, dtype=dtype).requires_grad_()
+    w, v = torch.randn(graph.num_nodes(), dim, generator=gen, dtype=dtype), torch.randn(ce.shape, generator=gen, dtype=dtype)
+    with contextlib.nullcontext() if fused else _fused.disabled():
+        assert _fused.usable(proj) == fused
+        h_new, e_new = gated_gcn_messages(graph, proj, ce)
+        grads = torch.autograd.grad((h_new * w).sum() + (e_new * v).sum(), [proj, ce])
+    return [h_new.detach(), e_new.detach(), *grads]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dim", [1, 5, 8, 19])  # around the vector width (8 floats, 4 doubles)
+def test_gated_gcn_paths_agree(dim, dtype):
+    graph = dgl.add_nodes(power_law_graph(seed=14), 3)  # hubs, nodes without in- or out-edges, loops
+    fused = assert_runs_agree(gated_gcn_run, graph, dtype, dim=dim)
+    pure = gated_gcn_run(graph, dtype, False, dim=dim)
+    assert torch.equal(fused[1], pure[1])  # e' = (D h_i + E h_j) + C e: the same adds in the same order
+    lonely, proj = graph.in_degrees() == 0, torch.randn(graph.num_nodes(), 4 * dim, dtype=dtype,
+                                                          generator=torch.Generator().manual_seed(0))
+    assert torch.equal(fused[0][lonely], proj[lonely, :dim])  # no in-edges: h' = A h exactly
+    sources = graph.out_degrees() == 0
+    assert bool((fused[2][sources, dim:3 * dim] == 0).all())  # no out-edges: no gradient of B h or D h
+
+
+def test_gated_gcn_on_int32_graphs():
+    assert_runs_agree(gated_gcn_run, power_law_graph(seed=15).int(), torch.float64)
+
+
+def test_gated_gcn_thread_counts_agree():
+    """Every node's and edge's value and gradient is one sum in one order, whatever the thread count."""
+    graph = power_law_graph(seed=6, nodes=1500)
+    assert graph.num_edges() * 16 > 32768  # ATen's GRAIN_SIZE: smaller graphs run on one thread
+    results = []
+    for threads in (1, 3):
+        torch.set_num_threads(threads)
+        results.append(gated_gcn_run(graph, torch.float64, True, dim=16))
     for one, several in zip(*results):
         assert torch.equal(one, several)

@@ -72,6 +72,24 @@ def test_cli_gps_min_width_rows_group_from_that_width_on_the_cpu_clock(capsys, m
     assert gated_attention.GROUP_MIN_WIDTH == 32
 
 
+def test_cli_gps_pure_ops_rows_run_gated_gcn_without_the_fused_kernels(capsys, monkeypatch):
+    from zoo.ops import gated_gcn
+    seen = []  # whether the fused kernels were usable at each GatedGCN message passing
+    real = gated_gcn.gated_gcn_messages
+
+    def spy(graph, proj, ce):
+        seen.append(_fused.usable(proj))
+        return real(graph, proj, ce)
+    monkeypatch.setattr("zoo.nn.gps_layer.gated_gcn_messages", spy)
+    assert benchmark_cli.main(["gps", "--recipe", "recipes/zinc_siggate.yaml", "--models", "gps", "--batch-size", "2",
+                               "--pure-ops", "--repeats", "1"]) == 0
+    assert set(_rows(capsys.readouterr().out)) == {"gps", "gps (pure-torch ops)"}
+    # 10 layers x (2 warm-up + 1 timed) steps of each row; the fused kernels are back on afterwards
+    built = _fused.kernels() is not None
+    assert (seen.count(True), seen.count(False)) == ((30, 30) if built else (0, 60))
+    assert _fused.usable(torch.zeros(1)) == built
+
+
 def test_cpu_clock_counts_cpu_time_not_sleep():
     import time
 

@@ -286,6 +286,15 @@ def _with_min_width(step, width: int):
     return run
 
 
+def _with_pure_ops(step):
+    """``step`` with the fused CPU kernels off (:func:`zoo.ops._fused.disabled`): the pure-torch
+    paths that ``ZOO_FUSED_OPS=0`` selects."""
+    def run():
+        with _fused.disabled():
+            step()
+    return run
+
+
 def gps_configs(recipe: str | None = None) -> tuple[dict, dict]:
     """Keyword arguments of the ``gps`` and ``siggate_gt`` models to time.
 
@@ -311,7 +320,7 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
                   top: int = 25, peer: str | None = None, normaliser: str | None = None,
                   atoms: int | tuple[int, int] = 23, one_block: bool = False,
                   dataset: str | None = None, min_widths: tuple[int, ...] = (),
-                  clock: str = "wall") -> dict[str, float]:
+                  clock: str = "wall", pure_ops: bool = False) -> dict[str, float]:
     """Median training step of the ZINC GPS model with and without the per-head output gate.
 
     ``recipe``: build both from a SigGate-GT recipe's model section (see :func:`gps_configs`) and
@@ -328,6 +337,8 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     block)``), the path before :func:`zoo.nn.gated_attention.dense_batch_groups`. ``min_widths``:
     also time each model with its size groups starting at each of these widths instead of
     :data:`~zoo.nn.gated_attention.GROUP_MIN_WIDTH` (rows ``<model> (groups from W)``).
+    ``pure_ops``: also time each model with the fused CPU kernels off (rows ``<model> (pure-torch
+    ops)``; GatedGCN's message passing is then index_select / index_add_), interleaved step by step.
     ``clock``: a key of :data:`CLOCKS`; ``cpu`` times CPU time, steadier beside other jobs.
     The command line (``tools/benchmark.py gps``) first keeps freed memory as the training tools
     do (:func:`zoo.engine.allocator.keep_freed_memory`; ``ZOO_MALLOC=default`` turns it off), so
@@ -375,6 +386,9 @@ def benchmark_gps(batch_size: int = 32, repeats: int = 20, recipe: str | None = 
     for label, width in variants.items():
         steps.update({f"{name} ({label})": _with_min_width(_train_step(model, make_loss(), updater=updaters[name]),
                                                            width) for name, model in built.items()})
+    if pure_ops:
+        steps.update({f"{name} (pure-torch ops)": _with_pure_ops(_train_step(model, make_loss(), updater=updaters[name]))
+                      for name, model in built.items()})
     setting = recipe or "GINE + LapPE 8 + RWSE 20"
     sizes = f"{atoms} atoms" if isinstance(atoms, int) else f"{atoms[0]}-{atoms[1]} atoms"
     what = f"random molecules ({sizes})" if data is None else \

@@ -49,6 +49,7 @@ from torch.nn import functional as F
 
 from zoo.nn.gated_attention import GatedMultiheadAttention
 from zoo.nn.ltga_conv import LTGAConv
+from zoo.ops.gated_gcn import gated_gcn_messages
 
 LOCALS = ("gatedgcn", "gine", "ltga", "none")
 LTGA_Q_MODES = ("fixed", "layer", "head", "edge")
@@ -62,10 +63,10 @@ def gated_gcn(conv: GatedGCNConv, g, h: torch.Tensor, e: torch.Tensor) -> tuple[
 
     DGL's forward runs the node projections ``A, B, D, E`` as four matmuls and the message passing
     through graph frames (``apply_edges``, two ``update_all``). Here the four projections are one
-    matmul on the concatenated weights, the edge step is two ``index_select`` and the two sums
-    over in-edges are one ``index_add_`` (on molecule batches this is about twice as fast, forward
-    and backward, as ``dgl.ops.u_add_v``, ``u_mul_e_sum`` and ``copy_e_sum``, which it matches up
-    to the order of summation)::
+    matmul on the concatenated weights, and the message passing is
+    :func:`zoo.ops.gated_gcn.gated_gcn_messages` (fused CPU kernels; on molecule batches the pure
+    torch path alone is about twice as fast as DGL's), which matches DGL up to the order of
+    summation::
 
         e'    = D h_src + E h_dst + C e
         sigma = sigmoid(e')
@@ -74,17 +75,9 @@ def gated_gcn(conv: GatedGCNConv, g, h: torch.Tensor, e: torch.Tensor) -> tuple[
 
     The parameters are the module's own, so state dicts are unchanged.
     """
-    dim = conv.A.out_features
     weight = torch.cat([conv.A.weight, conv.B.weight, conv.D.weight, conv.E.weight])
     bias = torch.cat([conv.A.bias, conv.B.bias, conv.D.bias, conv.E.bias])
-    ah, bh, dh, eh = F.linear(h, weight, bias).split(dim, -1)
-    src, dst = g.edges()
-    e_new = dh.index_select(0, src) + eh.index_select(0, dst) + conv.C(e)
-    sigma = torch.sigmoid(e_new)
-    summed = h.new_zeros(h.shape[0], 2 * dim).index_add_(0, dst, torch.cat([bh.index_select(0, src) * sigma, sigma], 1))
-    # split, not two slices: its backward is one cat, where each slice's zero-fills the whole block
-    numerator, denominator = summed.split(dim, 1)
-    h_new = ah + numerator / (denominator + 1e-6)
+    h_new, e_new = gated_gcn_messages(g, F.linear(h, weight, bias), conv.C(e))
     if conv.batch_norm:
         h_new, e_new = conv.bn_node(h_new), conv.bn_edge(e_new)
     if conv.activation:

@@ -1,5 +1,5 @@
-"""The fused CPU kernels of ``edge_qsoftmax``, ``edge_entmax``, ``edge_gatv2_logits`` and ``edge_weighted_sum``
-(``csrc/edge_ops.cpp``).
+"""The fused CPU kernels of ``edge_qsoftmax``, ``edge_entmax``, ``edge_gatv2_logits``, ``edge_weighted_sum``
+and ``gated_gcn.gated_gcn_messages`` (``csrc/edge_ops.cpp``).
 
 Compiled on first use with ``torch.utils.cpp_extension.load`` (g++ and ninja; 15-60 s, once per
 machine and source: the build lives in torch's extensions folder, ``$TORCH_EXTENSIONS_DIR`` or
@@ -44,7 +44,7 @@ _lock = threading.Lock()
 ISAS = ("auto", "default")  # the values of $ZOO_FUSED_ISA
 # ATen's Vectorized uses AVX2 (and its SLEEF exp / log1p) only when compiled for it.
 FLAGS = {"avx2": ["-O3", "-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"], "default": ["-O3"]}
-_OPS = "edge_qsoftmax, edge_entmax, edge_gatv2_logits and edge_weighted_sum"
+_OPS = "edge_qsoftmax, edge_entmax, edge_gatv2_logits, edge_weighted_sum and GatedGCN's message passing"
 _HOW = ("install a C++ compiler and ninja (e.g. `apt-get install g++ ninja-build` or `pip install ninja`) "
         "for the fused CPU kernels")
 
