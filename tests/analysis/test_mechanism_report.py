@@ -91,6 +91,7 @@ def test_render_and_old_runs(runs, tmp_path):
     text = render_mechanism(collect_runs(runs))
     for title in ("Table 15", "Table 13", "Table 12", "Tables 1-2"):
         assert title in text
+    assert "**zinc_cpu_g1** on zinc_smiles (2 seeds)" in text
     assert "| **avg** | 0.50 | 0.25 | 15.0 | 7.5 | 0.30-0.90 |" in text
     assert "| siggate_gt output sigmoid per-head | MAD | 0.600 ± 0.000 | 0.450 ± 0.071 |" in text
     assert "| siggate_gt output sigmoid per-head | MAD % of 2 layers | 100 | 75 |" in text  # no paper cell at 2, 3
@@ -151,6 +152,7 @@ def test_ten_layer_zinc_models_get_the_papers_tables_13_and_15(tmp_path):
         layers = [_layer(k, 0.5, 0.5, 2.0, 2.0, [1.0, 3.0], gate if gated else None) for k in range(PAPER_DEPTH)]
         _write(root, name, model, 0, layers, 0.1, config_hash=name.ljust(10, "0"))
     text = render_mechanism(collect_runs(root))
+    assert "**zinc_g1** on zinc_smiles (1 seed)" in text
     assert "| 1 | 0.50 [0.71] | 0.10 [0.13] | 20.0 [2.4] | 5.0 [4.1] | 0.40-0.60 |" in text
     assert "| **avg** | 0.50 [0.58] | 0.10 [0.19] | 20.0 [12.3] | 5.0 [8.7] | 0.40-0.60 |" in text
     assert "| 1 | 0.50 | 0.10 | 20.0 | 5.0 | 0.40-0.60 |" in text  # tanh: no paper row

@@ -259,7 +259,8 @@ def _render_gates(table: pd.DataFrame, records: list[dict]) -> list[str]:
     for (model, dataset), block in table.groupby(level=["model", "dataset"], sort=False):
         block = block.droplevel(["model", "dataset"])
         paper = PAPER_TABLE_15 if _paper_model(records, model, dataset) == G1 else {}
-        lines += ["", f"**{model}** on {dataset} ({int(block.n.iloc[0])} seeds)", ""]
+        n = int(block.n.iloc[0])
+        lines += ["", f"**{model}** on {dataset} ({n} seed{'s' * (n != 1)})", ""]
         rows = []
         for layer, row in block.iterrows():
             ours = (row["mean"], row.sd, 100 * row.below, 100 * row.above)
