@@ -29,9 +29,9 @@ def write_run(root: Path, dataset: str, seed: int, seconds: float | None, epochs
 
 def test_per_epoch_seconds_over_seeds(tmp_path):
     write_run(tmp_path, "texas", 0, seconds=30.0, epochs=10, threads=2, best=9,    # 3.0 s / epoch, best the last
-              train_cpu_seconds=48.0)                                              # 2 threads, 80% busy
+              train_cpu_seconds=48.0, peak_rss_bytes=2_360_000_000)                # 2 threads, 80% busy
     write_run(tmp_path, "texas", 1, seconds=20.0, epochs=20, threads=1, best=3,    # 1.0
-              train_cpu_seconds=12.0)                                              # paused for 8 s
+              train_cpu_seconds=12.0, peak_rss_bytes=9_960_000_000)                # paused for 8 s
     write_run(tmp_path, "texas", 2, seconds=40.0, epochs=20, threads=2, best=19)   # 2.0, best the last; no CPU time
     write_run(tmp_path, "cora", 0, seconds=6.0, epochs=3, threads=None)   # 2.0, no environment.json
     write_run(tmp_path, "cora", 1, seconds=None, epochs=3, threads=2)     # not recorded: left out
@@ -42,12 +42,14 @@ def test_per_epoch_seconds_over_seeds(tmp_path):
     assert (texas.per_epoch_median, texas.per_epoch_min, texas.per_epoch_max) == pytest.approx((2.0, 1.0, 3.0))
     assert texas.minutes == pytest.approx(30.0 / 60)
     assert (texas.cpu_minutes, texas.cpu_known) == (pytest.approx(30.0 / 60), 2)  # the mean of 48 and 12 s
+    assert (texas.peak_max, texas.peak_known) == (9_960_000_000, 2)  # the larger of the two recorded
     assert (texas.best_min, texas.best_max, texas.best_is_last) == (3, 19, 2)
     cora = table.loc[("gat", "cora")]
     assert cora.n == 1 and cora.threads == "-" and cora.per_epoch_median == pytest.approx(2.0)
     text = render_timing(table)
-    assert "| gat | texas | 3 | 1,2 | 17 | 2.00 | 1.00-3.00 | 0.5 | 0.5 (2 of 3) | 3-19 | 2 of 3 | - |" in text
-    assert "| gat | cora | 1 | - | 3 | 2.00 | 2.00-2.00 | 0.1 | - | - | - | - |" in text   # no best_epoch recorded
+    assert "| gat | texas | 3 | 1,2 | 17 | 2.00 | 1.00-3.00 | 0.5 | 0.5 (2 of 3) | 10.0 GB (2 of 3) | 3-19 | 2 of 3 | - |" \
+        in text
+    assert "| gat | cora | 1 | - | 3 | 2.00 | 2.00-2.00 | 0.1 | - | - | - | - | - |" in text   # no best_epoch recorded
 
 
 def curve(name: str, values: list[float]) -> list[dict]:
@@ -79,9 +81,9 @@ def test_last_epoch_gain_over_the_best_earlier_epoch(tmp_path):
     molhiv = table.loc[("gat", "molhiv")]
     assert (molhiv.last_gain_min, molhiv.last_gain_max) == pytest.approx((0.025, 0.05))
     text = render_timing(table)
-    assert "| 0.1 | - | 1-3 | 2 of 3 | 1.00-10.00% |" in text
-    assert "| 0.1 | - | 3 | 2 of 2 | 2.50-5.00% | 2 epochs in 1 seed |" in text
-    assert "| 0.1 | - | 1-3 | 2 of 3 | 1.00-10.00% | - |" in text
+    assert "| 0.1 | - | - | 1-3 | 2 of 3 | 1.00-10.00% |" in text
+    assert "| 0.1 | - | - | 3 | 2 of 2 | 2.50-5.00% | 2 epochs in 1 seed |" in text
+    assert "| 0.1 | - | - | 1-3 | 2 of 3 | 1.00-10.00% | - |" in text
 
 
 def test_no_recorded_time_is_an_error(tmp_path):

@@ -85,7 +85,7 @@ def test_a_log_gets_one_line_an_epoch_instead_of_a_bar(tmp_path, capsys):
         _loop(tmp_path, [5.0, 4.0, 3.5], fail_at=2, progress=True)
     _loop(tmp_path, [3.5], epochs=3, progress=True)
     err = capsys.readouterr().err
-    lines = [re.sub(r"train_loss [^,]+, (.*) \(\d+ s of", r"train_loss L, \1 (T s of", line)
+    lines = [re.sub(r"train_loss [^,]+, (.*) \(\d+ s of training[^)]*\)", r"train_loss L, \1 (T s of training)", line)
              for line in err.splitlines()]
     assert "\r" not in err
     assert lines == [f"the run, epoch {k} ({k + 1}/3): train_loss L, val_mae {mae} (T s of training)"
@@ -217,3 +217,34 @@ def test_a_batch_checkpoint_from_before_cpu_time_leaves_it_unknown(tmp_path, mon
     save_checkpoint(saved, tmp_path / LAST)
     resumed, _ = _batch_loop(tmp_path, 3, now=now, trained=[])
     assert resumed["train_seconds"] == 150 and resumed["train_cpu_seconds"] is None
+
+
+def test_the_peak_resident_set_is_the_largest_seen_and_kept_across_a_resume(tmp_path, monkeypatch, capsys):
+    def reads(*values):  # what /proc says at each read; the last value repeats
+        values = list(values)
+        return lambda: values.pop(0) if len(values) > 1 else values[0]
+    monkeypatch.setattr(epoch_loop, "reset_peak", lambda: True)
+    # the fresh state, epoch 0's evaluation and its checkpoint read 1.5 GB; epoch 1's 3.3 GB
+    monkeypatch.setattr(epoch_loop, "peak_resident_bytes", reads(1.5e9, 1.5e9, 1.5e9, 3.3e9))
+    with pytest.raises(KeyboardInterrupt):
+        _loop(tmp_path, [5.0, 4.0, 3.5], fail_at=2, progress=True)
+    assert load_checkpoint(tmp_path / LAST)["state"]["peak_rss_bytes"] == 3.3e9
+    monkeypatch.setattr(epoch_loop, "peak_resident_bytes", reads(2.0e9))  # the resumed process peaks lower
+    state, _ = _loop(tmp_path, [3.5], epochs=3, progress=True)
+    assert state["peak_rss_bytes"] == 3.3e9
+    said = [line.rsplit("(", 1)[1] for line in capsys.readouterr().err.splitlines() if "s of training" in line]
+    assert [re.sub(r"^\d+", "T", text) for text in said] == [
+        "T s of training, peak 1.5 GB resident)", "T s of training, peak 3.3 GB resident)",
+        "T s of training, peak 3.3 GB resident)"]
+
+
+def test_the_peak_is_unknown_without_proc_or_after_a_resume_from_before_it_was_recorded(tmp_path, monkeypatch):
+    monkeypatch.setattr(epoch_loop, "peak_resident_bytes", lambda: None)
+    assert _loop(tmp_path / "no_proc", [3.0, 2.0])[0]["peak_rss_bytes"] is None
+    monkeypatch.setattr(epoch_loop, "peak_resident_bytes", lambda: 2e9)
+    with pytest.raises(KeyboardInterrupt):
+        _loop(tmp_path / "old", [5.0, 4.0, 3.5], fail_at=2)
+    saved = load_checkpoint(tmp_path / "old" / LAST)
+    del saved["state"]["peak_rss_bytes"]  # as a last.pt written by the code before it
+    save_checkpoint(saved, tmp_path / "old" / LAST)
+    assert _loop(tmp_path / "old", [3.5], epochs=3)[0]["peak_rss_bytes"] is None

@@ -150,11 +150,14 @@ def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys, monke
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)
     train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "log", progress=True)
-    lines = [re.sub(r"[0-9.]+ s", "T s", re.sub(r"(train_loss|val_mae) [^,( ]+", r"\1 X", line))
+    lines = [re.sub(r"[0-9.]+ (s|GB)", r"N \1", re.sub(r"(train_loss|val_mae) [^,( ]+", r"\1 X", line))
              for line in capsys.readouterr().err.splitlines()]
     assert lines == [line for epoch in (0, 1) for line in
-                     [f"esol_tiny seed 0, epoch {epoch}: {k}/4 batches, T s" for k in (1, 2, 3)]
-                     + [f"esol_tiny seed 0, epoch {epoch} ({epoch + 1}/2): train_loss X, val_mae X (T s of training)"]]
+                     [f"esol_tiny seed 0, epoch {epoch}: {k}/4 batches, N s" for k in (1, 2, 3)]
+                     + [f"esol_tiny seed 0, epoch {epoch} ({epoch + 1}/2): train_loss X, val_mae X "
+                        "(N s of training, peak N GB resident)"]]
+    peak = json.loads((tmp_path / "log" / "metrics.json").read_text())["peak_rss_bytes"]
+    assert 100e6 < peak < 100e9  # a process with torch and DGL loaded, in bytes
     assert train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "quiet", progress=False) and \
         capsys.readouterr().err == ""
 

@@ -3,7 +3,9 @@
 Each run's ``metrics.json`` holds ``train_seconds`` (wall clock of the training steps summed over
 epochs, evaluation excluded, kept across resumes), ``train_cpu_seconds`` (the process's CPU time in
 those steps, over all its threads: a paused or shared machine does not inflate it; runs started
-before session 33 lack it), ``epochs_run`` and ``best_epoch``: a seed
+before session 33 lack it), ``peak_rss_bytes`` (the run's largest resident set,
+:mod:`zoo.engine.memory`; runs started before 5 December 2026 lack it), ``epochs_run`` and
+``best_epoch``: a seed
 whose best epoch is its last was still improving when the schedule ended. Its ``environment.json``
 holds ``torch_threads`` as of the run's last start or resume. The times are whatever the machine
 gave the run, so compare rows that ran under the same load only. For a seed whose best epoch is its
@@ -25,6 +27,7 @@ import pandas as pd
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError, per_seed_rows
 from zoo.analysis.tables import LOWER_IS_BETTER, in_run_order
+from zoo.engine.memory import gigabytes
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -38,7 +41,7 @@ def _seed_row(path: Path) -> dict | None:
     best_is_last = best is not None and best == epochs - 1
     nan_epochs = sum(any(key.endswith("_nonfinite") for key in row) for row in metrics.get("curves") or [])
     return {"epochs": epochs, "seconds": seconds, "per_epoch": seconds / epochs, "threads": threads,
-            "cpu_seconds": metrics.get("train_cpu_seconds"),
+            "cpu_seconds": metrics.get("train_cpu_seconds"), "peak": metrics.get("peak_rss_bytes"),
             "best": best, "best_is_last": best_is_last,
             "last_gain": _last_epoch_gain(metrics, best) if best_is_last else None, "nan_epochs": nan_epochs}
 
@@ -93,6 +96,8 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
         "minutes": groups.seconds.mean() / 60,
         "cpu_minutes": groups.cpu_seconds.mean() / 60,
         "cpu_known": groups.cpu_seconds.count(),
+        "peak_max": groups.peak.max(),
+        "peak_known": groups.peak.count(),
         "best_min": groups.best.min(),
         "best_max": groups.best.max(),
         "best_is_last": groups.best_is_last.sum(),
@@ -107,10 +112,10 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
 def render_timing(table: pd.DataFrame) -> str:
     """The timing table as Markdown."""
     header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed",
-              "CPU minutes / seed", "best epoch", "best = last", "last-epoch gain", "NaN evaluations"]
+              "CPU minutes / seed", "peak resident", "best epoch", "best = last", "last-epoch gain", "NaN evaluations"]
     rows = [[model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
              f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}", _cpu_minutes(row),
-             _best_range(row),
+             _peak(row), _best_range(row),
              "-" if pd.isna(row.best_min) else f"{int(row.best_is_last)} of {int(row.best_known)}",
              _gain_range(row), _nan_evaluations(row)]
             for (model, dataset), row in table.iterrows()]
@@ -118,7 +123,9 @@ def render_timing(table: pd.DataFrame) -> str:
         "", "Training steps only (evaluation excluded), wall clock as each run recorded it in metrics.json, under "
             "whatever else the machine ran at the time. CPU minutes / seed: the process's CPU time over all its "
             "threads in the same steps, which pauses and shared cores do not inflate (up to the thread count times "
-            "the wall clock; over the seeds that recorded it, 'k of n' when not all did). best epoch: the range (0-based) of the epoch each seed "
+            "the wall clock; over the seeds that recorded it, 'k of n' when not all did). peak resident: the largest "
+            "resident set of any seed's training processes (the memory a run needs, freed memory the process "
+            "keeps for reuse included; over the seeds that recorded it, 'k of n' when not all did). best epoch: the range (0-based) of the epoch each seed "
             "selected; best = last: seeds whose best epoch is the last they ran, still improving when the "
             "schedule ended; last-epoch gain: by how much (range over those seeds) their last epoch improved "
             "the monitored validation value over the best earlier epoch; NaN evaluations: epochs whose "
@@ -131,6 +138,13 @@ def _cpu_minutes(row) -> str:
         return "-"
     share = "" if row.cpu_known == row.n else f" ({int(row.cpu_known)} of {int(row.n)})"
     return f"{row.cpu_minutes:.1f}{share}"
+
+
+def _peak(row) -> str:
+    if not row.peak_known:
+        return "-"
+    share = "" if row.peak_known == row.n else f" ({int(row.peak_known)} of {int(row.n)})"
+    return gigabytes(row.peak_max) + share
 
 
 def _best_range(row) -> str:

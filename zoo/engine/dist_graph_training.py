@@ -200,7 +200,7 @@ def train_dist_graph(recipe: Recipe, data: DistData, seed: int, out: str | Path,
                    "best_epoch": state["best_epoch"],
                    "epochs_run": state["epoch"], "stopped_early": state["stopped_early"],
                    "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"],
-                   "curves": state["curves"], "final": final}
+                   "peak_rss_bytes": state["peak_rss_bytes"], "curves": state["curves"], "final": final}
         if not is_main():
             return {}
         text = yaml.safe_dump(recipe.to_dict(), sort_keys=False).encode()

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from zoo._progress import on_terminal
 from zoo.engine.checkpoint import cpu_state_dict, load_checkpoint, save_checkpoint
 from zoo.engine.distributed import is_main
+from zoo.engine.memory import gigabytes, peak_resident_bytes, reset_peak
 from zoo.engine.divergence import FIXES, TrainingDiverged
 from zoo.engine.reproducibility import rng_state, set_rng_state
 from zoo.ops import NonFiniteScores
@@ -95,7 +96,9 @@ def run_epochs(
     ``epoch`` (epochs run), ``best_epoch``, ``best``, ``best_model`` (state dict), ``curves``
     (one row per epoch), ``train_seconds`` (wall clock of the training steps), ``train_cpu_seconds``
     (the process's CPU time over all its threads in those steps, which a paused or shared machine
-    does not inflate; None for a run resumed from a checkpoint written before it was recorded) and
+    does not inflate; None for a run resumed from a checkpoint written before it was recorded),
+    ``peak_rss_bytes`` (the largest resident set of the run's processes, :mod:`zoo.engine.memory`;
+    None where unknown, or for a run resumed from a checkpoint written before it was recorded) and
     ``stopped_early``; :class:`TrainingDiverged` if no
     epoch's ``monitor`` was better than the start, i.e. every one was NaN. ``on_epoch_end(epoch, row)`` runs
     after each epoch (after its checkpoint, if one was written; ``checkpoint_every=0`` writes one
@@ -106,7 +109,8 @@ def run_epochs(
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
     state = {"epoch": 0, "best": math.inf if mode == "min" else -math.inf, "best_epoch": -1, "bad_epochs": 0,
-             "best_model": cpu_state_dict(model), "curves": [], "train_seconds": 0.0, "train_cpu_seconds": 0.0}
+             "best_model": cpu_state_dict(model), "curves": [], "train_seconds": 0.0, "train_cpu_seconds": 0.0,
+             "peak_rss_bytes": None if peak_resident_bytes() is None else 0}
     last_path = Path(run_dir) / LAST
     partial = None  # where a kill inside an epoch stopped: {"trained", "carry", "seconds", "cpu_seconds"}
     if last_path.exists():
@@ -120,6 +124,7 @@ def run_epochs(
         if partial and "cpu_seconds" not in partial:
             state["train_cpu_seconds"] = None  # its epoch's CPU time so far is unknown
         state.setdefault("train_cpu_seconds", None)  # written before CPU time was recorded
+        state.setdefault("peak_rss_bytes", None)  # likewise for memory
         if is_main():
             inside = f", batch {partial['trained']}" if partial else ""
             print(f"resuming {run_dir} from epoch {state['epoch']}{inside}")
@@ -131,8 +136,14 @@ def run_epochs(
                dynamic_ncols=True)
     verify = True  # the first save of the run is read back with weights_only; later ones hold the same kinds
     saved_at = -math.inf
+    reset_peak()  # a sweep's earlier runs in this process do not count
+
+    def note_peak() -> None:
+        if state["peak_rss_bytes"] is not None and (peak := peak_resident_bytes()) is not None:
+            state["peak_rss_bytes"] = max(state["peak_rss_bytes"], peak)
 
     def save(**extra):
+        note_peak()
         nonlocal verify, saved_at
         save_checkpoint({"model": cpu_state_dict(model), "optimizers": [o.state_dict() for o in optimizers],
                          "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
@@ -165,6 +176,8 @@ def run_epochs(
                 state["train_cpu_seconds"] += time.process_time() - cpu_started
             with overflow_is_divergence("evaluation", state["epoch"], desc):
                 evaluated = evaluate()
+            note_peak()
+            memory = f", peak {gigabytes(state['peak_rss_bytes'])} resident" if state["peak_rss_bytes"] else ""
             row.update(evaluated)
             _say_non_finite(desc, state["epoch"], evaluated, monitor)
             state["curves"].append(row)
@@ -188,7 +201,7 @@ def run_epochs(
                 if lines:
                     print(f"{desc or 'the run'}, epoch {row['epoch']} ({state['epoch']}/{epochs}): "
                           + ", ".join(f"{key} {value}" for key, value in shown.items())
-                          + f" ({seconds:.0f} s of training)", file=sys.stderr, flush=True)
+                          + f" ({seconds:.0f} s of training{memory})", file=sys.stderr, flush=True)
                 if on_epoch_end is not None:
                     on_epoch_end(row["epoch"], row)
     finally:

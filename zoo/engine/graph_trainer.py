@@ -253,7 +253,8 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
         "split_source": data.split_source, "split_sizes": data.sizes,
         "best_epoch": state["best_epoch"], "epochs_run": state["epoch"],
         "stopped_early": state["stopped_early"], "num_parameters": sum(p.numel() for p in model.parameters()),
-        "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"], "final": final,
+        "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"],
+        "peak_rss_bytes": state["peak_rss_bytes"], "final": final,
         "curves": state["curves"],
         **({"diagnostics": diagnostics} if diagnostics else {}),
     }

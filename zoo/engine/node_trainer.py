@@ -169,6 +169,7 @@ def train_node_classifier(
         "stopped_early": state["stopped_early"],
         "num_parameters": sum(p.numel() for p in model.parameters()),
         "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"],
+        "peak_rss_bytes": state["peak_rss_bytes"],
         "final": final,
         "curves": state["curves"],
         **({"diagnostics": diagnostics} if diagnostics else {}),
