@@ -27,7 +27,6 @@ import pandas as pd
 from zoo.analysis.rendering import markdown_table
 from zoo.analysis.runs import ReportError, per_seed_rows
 from zoo.analysis.tables import LOWER_IS_BETTER, in_run_order
-from zoo.engine.memory import gigabytes
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -144,7 +143,7 @@ def _peak(row) -> str:
     if not row.peak_known:
         return "-"
     share = "" if row.peak_known == row.n else f" ({int(row.peak_known)} of {int(row.n)})"
-    return gigabytes(row.peak_max) + share
+    return f"{row.peak_max / 1e9:.1f} GB{share}"
 
 
 def _best_range(row) -> str:
