@@ -32,8 +32,8 @@ from tqdm.auto import tqdm
 from zoo._progress import on_terminal
 from zoo.engine.checkpoint import cpu_state_dict, load_checkpoint, save_checkpoint
 from zoo.engine.distributed import is_main
-from zoo.engine.memory import gigabytes, peak_resident_bytes, reset_peak
 from zoo.engine.divergence import FIXES, TrainingDiverged
+from zoo.engine.memory import gigabytes, peak_resident_bytes, reset_peak
 from zoo.engine.reproducibility import rng_state, set_rng_state
 from zoo.ops import NonFiniteScores
 
@@ -143,8 +143,8 @@ def run_epochs(
             state["peak_rss_bytes"] = max(state["peak_rss_bytes"], peak)
 
     def save(**extra):
-        note_peak()
         nonlocal verify, saved_at
+        note_peak()
         save_checkpoint({"model": cpu_state_dict(model), "optimizers": [o.state_dict() for o in optimizers],
                          "schedulers": [s.state_dict() for s in schedulers], "rng": rng_state(),
                          "state": state, **extra}, last_path, verify=verify)
@@ -177,7 +177,6 @@ def run_epochs(
             with overflow_is_divergence("evaluation", state["epoch"], desc):
                 evaluated = evaluate()
             note_peak()
-            memory = f", peak {gigabytes(state['peak_rss_bytes'])} resident" if state["peak_rss_bytes"] else ""
             row.update(evaluated)
             _say_non_finite(desc, state["epoch"], evaluated, monitor)
             state["curves"].append(row)
@@ -199,6 +198,7 @@ def run_epochs(
                 bar.update(1)
                 bar.set_postfix(shown)
                 if lines:
+                    memory = f", peak {gigabytes(state['peak_rss_bytes'])} resident" if state["peak_rss_bytes"] else ""
                     print(f"{desc or 'the run'}, epoch {row['epoch']} ({state['epoch']}/{epochs}): "
                           + ", ".join(f"{key} {value}" for key, value in shown.items())
                           + f" ({seconds:.0f} s of training{memory})", file=sys.stderr, flush=True)
