@@ -97,7 +97,8 @@ def run_epochs(
     (one row per epoch), ``train_seconds`` (wall clock of the training steps), ``train_cpu_seconds``
     (the process's CPU time over all its threads in those steps, which a paused or shared machine
     does not inflate; None for a run resumed from a checkpoint written before it was recorded),
-    ``peak_rss_bytes`` (the largest resident set of the run's processes, :mod:`zoo.engine.memory`;
+    ``peak_rss_bytes`` (the largest resident set of the processes that ran it, kept across resumes,
+    :mod:`zoo.engine.memory`; under torchrun, each rank's own, and rank 0 saves it;
     None where unknown, or for a run resumed from a checkpoint written before it was recorded) and
     ``stopped_early``; :class:`TrainingDiverged` if no
     epoch's ``monitor`` was better than the start, i.e. every one was NaN. ``on_epoch_end(epoch, row)`` runs
