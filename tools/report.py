@@ -10,6 +10,7 @@
     python tools/report.py runs/zinc_cpu --reference zinc_cpu_g1 --diagnostics   # + SigGate-GT mechanism tables
     python tools/report.py runs/ltga --pruning        # also pruning validity (the paper's Table 5 layout)
     python tools/report.py runs/ltga --timing         # also seconds per training epoch, as each run recorded
+    python tools/report.py runs/cpu_4c --timing --by-allocator   # the time and peak memory per malloc setting
     python tools/report.py runs/zinc_cpu --per-seed   # also every cell seed by seed
     python tools/report.py runs/ltga --reference ltga_edge --plots figures/   # also the paper's figures as PNGs
     python tools/report.py runs/ltga --reference ltga_edge --paper ltga \
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing", action="store_true",
                         help="append seconds per training epoch, minutes per seed and the selected (best) epoch, "
                              "counting seeds still improving at their last epoch, from each run's metrics.json")
+    parser.add_argument("--by-allocator", action="store_true",
+                        help="with --timing: a row per malloc setting the seeds ran under (it changes time and memory)")
     parser.add_argument("--per-seed", action="store_true",
                         help="append each cell's score seed by seed (the numbers behind its mean, sd and paired tests)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
@@ -103,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         tuned = parse_tuned(",".join(args.tuned)) if args.tuned else None
         tune_seeds = parse_seeds(args.tune_seeds) if args.tune_seeds else None
         oracle = parse_tuned(",".join(args.oracle), "--oracle") if args.oracle else None
+        if args.by_allocator and not args.timing:
+            raise ReportError("--by-allocator splits the --timing table; add --timing")
         if not 0 < args.alpha < 1:
             raise ReportError(f"alpha must lie in (0, 1), got {args.alpha}")
         table = report_table(args.paths, models, args.reference, args.metric, args.split, tuned, tune_seeds, oracle)
@@ -125,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.pruning:
             markdown += "\n## Pruning validity\n\n" + render_pruning(pruning_table(runs))
         if args.timing:
-            markdown += "\n## Training time\n\n" + render_timing(timing_table(runs))
+            markdown += "\n## Training time\n\n" + render_timing(timing_table(runs, args.by_allocator))
         if args.plots:
             _write_figures(runs, figure_table(table, args.paper), args.plots, args.alpha)
     except (ReportError, RecipeError) as err:

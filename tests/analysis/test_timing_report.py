@@ -39,6 +39,7 @@ def test_per_epoch_seconds_over_seeds(tmp_path):
     assert list(table.index) == [("gat", "cora"), ("gat", "texas")]  # the report's dataset order
     texas = table.loc[("gat", "texas")]
     assert texas.n == 3 and texas.threads == "1,2" and texas.epochs == pytest.approx(50 / 3)
+    assert texas.allocator == "-"  # no environment.json records one
     assert (texas.per_epoch_median, texas.per_epoch_min, texas.per_epoch_max) == pytest.approx((2.0, 1.0, 3.0))
     assert texas.minutes == pytest.approx(30.0 / 60)
     assert (texas.cpu_minutes, texas.cpu_known) == (pytest.approx(30.0 / 60), 2)  # the mean of 48 and 12 s
@@ -47,9 +48,30 @@ def test_per_epoch_seconds_over_seeds(tmp_path):
     cora = table.loc[("gat", "cora")]
     assert cora.n == 1 and cora.threads == "-" and cora.per_epoch_median == pytest.approx(2.0)
     text = render_timing(table)
-    assert "| gat | texas | 3 | 1,2 | 17 | 2.00 | 1.00-3.00 | 0.5 | 0.5 (2 of 3) | 10.0 GB (2 of 3) | 3-19 | 2 of 3 | - |" \
+    assert "| gat | texas | - | 3 | 1,2 | 17 | 2.00 | 1.00-3.00 | 0.5 | 0.5 (2 of 3) | 10.0 GB (2 of 3) | 3-19 | 2 of 3 | - |" \
         in text
-    assert "| gat | cora | 1 | - | 3 | 2.00 | 2.00-2.00 | 0.1 | - | - | - | - | - |" in text   # no best_epoch recorded
+    assert "| gat | cora | - | 1 | - | 3 | 2.00 | 2.00-2.00 | 0.1 | - | - | - | - | - |" in text   # no best_epoch recorded
+
+
+def test_a_row_per_allocator_and_a_resumed_seed_under_both(tmp_path):
+    kept = "glibc mallopt: mmap_max 0, trim_threshold 2147483647"
+    jemalloc = "left as set (LD_PRELOAD=/opt/lib/libjemalloc.so.2)"
+    for seed, seconds, peak in ((0, 40.0, 13_400_000_000), (1, 20.0, 5_000_000_000), (2, 30.0, 6_000_000_000)):
+        write_run(tmp_path, "texas", seed, seconds=seconds, epochs=10, threads=1, peak_rss_bytes=peak)
+    environments = {0: {"allocator": kept}, 1: {"allocator": jemalloc},
+                    2: {"allocator": jemalloc, "earlier": [{"allocator": kept}]}}  # started kept, resumed jemalloc
+    for seed, environment in environments.items():
+        path = tmp_path / "texas_gat" / "0123456789" / f"seed{seed}" / "environment.json"
+        path.write_text(json.dumps({"torch_threads": 1, **environment}))
+    mixed = timing_table(collect_runs(tmp_path)).loc[("gat", "texas")]
+    assert mixed.n == 3 and mixed.allocator == "glibc mmap_max 0, trim_threshold 2147483647 + libjemalloc.so.2"
+    table = timing_table(collect_runs(tmp_path), by_allocator=True)
+    assert list(table.index.get_level_values("setting")) == [
+        "glibc mmap_max 0, trim_threshold 2147483647", "glibc mmap_max 0, trim_threshold 2147483647 + libjemalloc.so.2",
+        "libjemalloc.so.2"]
+    assert list(table.n) == [1, 1, 1] and list(table.peak_max) == [13_400_000_000, 6_000_000_000, 5_000_000_000]
+    assert list(table.per_epoch_median) == pytest.approx([4.0, 3.0, 2.0])
+    assert "| gat | texas | libjemalloc.so.2 | 1 | 1 | 10 | 2.00 |" in render_timing(table)
 
 
 def curve(name: str, values: list[float]) -> list[dict]:

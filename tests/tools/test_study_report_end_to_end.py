@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools.tool_loader import load_tool
+from zoo.analysis.timing_report import allocator_label
 from zoo.data import load_csv_dataset
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
@@ -51,3 +52,11 @@ def test_study_recipes_train_and_report_their_mechanism_tables(offline_env, esol
     for section in (text.split("### Attention entropy")[1].split("###")[0], text.split("## Training time")[1]):
         rows = [line.split(" | ")[0] for line in section.splitlines() if line.startswith("| zinc_cpu")]
         assert rows == ["| zinc_cpu_no_gate", "| zinc_cpu_g1"]
+
+    # --by-allocator splits the timing rows by the malloc setting each run recorded (one here)
+    setting = json.loads(next(out.glob("zinc_cpu_g1/*/seed0/environment.json")).read_text())["allocator"]
+    assert load_tool("report").main([str(out), "--reference", "zinc_cpu_g1", "--timing", "--by-allocator"]) == 0
+    timing = capsys.readouterr().out.split("## Training time")[1]
+    assert f"| zinc_cpu_g1 | esol | {allocator_label(setting)} | 2 |" in timing
+    assert load_tool("report").main([str(out), "--by-allocator"]) == 2
+    assert "--by-allocator splits the --timing table; add --timing" in capsys.readouterr().err

@@ -66,11 +66,12 @@ def order_datasets(datasets) -> list[str]:
 
 
 def in_run_order(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """``table``, indexed by (model, dataset), with its models in the order they first appear in
-    ``runs`` (``tools/report.py --models``' order) and its datasets in the paper's column order."""
+    """``table``, indexed by (model, dataset) and maybe more levels, with its models in the order
+    they first appear in ``runs`` (``tools/report.py --models``' order), its datasets in the paper's
+    column order and any further level sorted."""
     ranks = {"model": {m: i for i, m in enumerate(pd.unique(runs.model))},
              "dataset": {d: i for i, d in enumerate(order_datasets(table.index.get_level_values("dataset")))}}
-    return table.sort_index(key=lambda index: index.map(ranks[index.name]))
+    return table.sort_index(key=lambda index: index.map(ranks[index.name]) if index.name in ranks else index)
 
 
 def _scores(df: pd.DataFrame, metric: str, split: str, oracle: bool = False) -> pd.DataFrame:

@@ -7,8 +7,10 @@ before session 33 lack it), ``peak_rss_bytes`` (the run's largest resident set,
 :mod:`zoo.engine.memory`; runs started before 5 December 2026 lack it), ``epochs_run`` and
 ``best_epoch``: a seed
 whose best epoch is its last was still improving when the schedule ended. Its ``environment.json``
-holds ``torch_threads`` as of the run's last start or resume. The times are whatever the machine
-gave the run, so compare rows that ran under the same load only. For a seed whose best epoch is its
+holds ``torch_threads`` as of the run's last start or resume, and the malloc setting of each start
+(:mod:`zoo.engine.allocator`; it changes both the time and the peak, README "Training"): a row lists
+the settings its seeds ran under, and ``by_allocator`` (``--by-allocator``) splits it by them. The
+times are whatever the machine gave the run, so compare rows that ran under the same load only. For a seed whose best epoch is its
 last, the "last-epoch gain" is how much that epoch improved the monitored validation value over the
 best of all earlier epochs, relative to it: a large gain means the run was still learning, a gain
 of a fraction of a percent that the schedule had settled. "NaN evaluations" counts the epochs
@@ -29,17 +31,49 @@ from zoo.analysis.runs import ReportError, per_seed_rows
 from zoo.analysis.tables import LOWER_IS_BETTER, in_run_order
 
 
+def allocator_label(setting: str) -> str:
+    """A short name for a recorded malloc setting: the preloaded library's file name, the variable
+    the user set, or glibc's ``mallopt`` values.
+
+    >>> allocator_label("left as set (LD_PRELOAD=/tmp/jemalloc/usr/lib/x86_64-linux-gnu/libjemalloc.so.2)")
+    'libjemalloc.so.2'
+    >>> allocator_label("glibc mallopt: mmap_max 0, trim_threshold 2147483647")
+    'glibc mmap_max 0, trim_threshold 2147483647'
+    """
+    if setting.startswith("left as set (") and setting.endswith(")"):
+        chosen = setting.removeprefix("left as set (").removesuffix(")")
+        name, _, value = chosen.partition("=")
+        return Path(value).name if name == "LD_PRELOAD" else chosen
+    return setting.replace("glibc mallopt: ", "glibc ")
+
+
+def _allocators(environment: dict) -> str:
+    """The labels of the settings a seed ran under, over its starts and resumes ("-" if none recorded)."""
+    starts = [*environment.get("earlier", []), environment]
+    return _joined({allocator_label(start["allocator"]) for start in starts if "allocator" in start})
+
+
+def _joined(labels) -> str:
+    return " + ".join(sorted(labels)) or "-"
+
+
+def _union(settings: pd.Series) -> str:
+    return _joined({label for joined in settings if joined != "-" for label in joined.split(" + ")})
+
+
 def _seed_row(path: Path) -> dict | None:
     metrics = json.loads((path / "metrics.json").read_text())
     seconds, epochs = metrics.get("train_seconds"), metrics.get("epochs_run")
     if not seconds or not epochs:
         return None
-    environment = path / "environment.json"
-    threads = json.loads(environment.read_text()).get("torch_threads") if environment.exists() else None
+    file = path / "environment.json"
+    environment = json.loads(file.read_text()) if file.exists() else {}
+    threads = environment.get("torch_threads")
     best = metrics.get("best_epoch")
     best_is_last = best is not None and best == epochs - 1
     nan_epochs = sum(any(key.endswith("_nonfinite") for key in row) for row in metrics.get("curves") or [])
-    return {"epochs": epochs, "seconds": seconds, "per_epoch": seconds / epochs, "threads": threads,
+    return {"setting": _allocators(environment), "epochs": epochs, "seconds": seconds,
+            "per_epoch": seconds / epochs, "threads": threads,
             "cpu_seconds": metrics.get("train_cpu_seconds"), "peak": metrics.get("peak_rss_bytes"),
             "best": best, "best_is_last": best_is_last,
             "last_gain": _last_epoch_gain(metrics, best) if best_is_last else None, "nan_epochs": nan_epochs}
@@ -65,27 +99,32 @@ def _last_epoch_gain(metrics: dict, best: int) -> float | None:
     return (earlier - values[-1] if lower else values[-1] - earlier) / abs(earlier)
 
 
-def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, dataset): seeds ``n``, thread counts, mean epochs, seconds per epoch
-    (median, min, max over seeds), mean training minutes per seed (wall clock, and CPU time over
-    the seeds that recorded it), the range of the best (selected)
-    epoch, how many seeds selected their last epoch, and the range of those seeds' last-epoch gain.
+def timing_table(runs: pd.DataFrame, by_allocator: bool = False) -> pd.DataFrame:
+    """One row per (model, dataset), or per (model, dataset, setting) with ``by_allocator`` (the
+    malloc settings a seed ran under, joined by " + "): the settings of its seeds (``allocator``),
+    seeds ``n``, thread counts, mean epochs, seconds per epoch (median, min, max over seeds), mean
+    training minutes per seed (wall clock, and CPU time over the seeds that recorded it), the
+    range of the best (selected) epoch, how many seeds selected their last epoch, and the range of those seeds' last-epoch gain.
 
     ``runs`` is :func:`zoo.analysis.runs.collect_runs` output (its ``path`` column is read).
 
     >>> from zoo.analysis import collect_runs
     >>> runs = collect_runs(["runs/ltga16/cora_ltga_edge", "runs/ltga16/cora_ltga_head"])  # records in git
-    >>> timing_table(runs)[["n", "epochs", "best_min", "best_max", "best_is_last"]]
+    >>> table = timing_table(runs)
+    >>> table[["n", "epochs", "best_min", "best_max", "best_is_last"]]  # doctest: +NORMALIZE_WHITESPACE
                         n  epochs  best_min  best_max  best_is_last
     model     dataset
     ltga_edge cora     10    53.5        28        44             0
     ltga_head cora     10    55.6        29        48             0
+    >>> set(table.allocator)  # the trainers' setting until session 27
+    {'glibc mmap_threshold 33554432, trim_threshold 2147483647'}
     """
     rows = per_seed_rows(runs, _seed_row)
     if not rows:
         raise ReportError("no run recorded its training time (metrics.json 'train_seconds' and 'epochs_run')")
-    groups = pd.DataFrame(rows).groupby(["model", "dataset"])
+    groups = pd.DataFrame(rows).groupby(["model", "dataset"] + (["setting"] if by_allocator else []))
     table = pd.DataFrame({
+        "allocator": groups.setting.agg(_union),
         "n": groups.size(),
         "threads": groups.threads.agg(lambda t: ",".join(str(int(v)) for v in sorted(t.dropna().unique())) or "-"),
         "epochs": groups.epochs.mean(),
@@ -110,17 +149,22 @@ def timing_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def render_timing(table: pd.DataFrame) -> str:
     """The timing table as Markdown."""
-    header = ["model", "dataset", "n", "threads", "epochs", "s / epoch (median)", "min-max", "minutes / seed",
+    header = ["model", "dataset", "allocator", "n", "threads", "epochs", "s / epoch (median)", "min-max",
+              "minutes / seed",
               "CPU minutes / seed", "peak resident", "best epoch", "best = last", "last-epoch gain", "NaN evaluations"]
-    rows = [[model, dataset, str(int(row.n)), row.threads, f"{row.epochs:.0f}", f"{row.per_epoch_median:.2f}",
+    rows = [[key[0], key[1], row.allocator, str(int(row.n)), row.threads, f"{row.epochs:.0f}",
+             f"{row.per_epoch_median:.2f}",
              f"{row.per_epoch_min:.2f}-{row.per_epoch_max:.2f}", f"{row.minutes:.1f}", _cpu_minutes(row),
              _peak(row), _best_range(row),
              "-" if pd.isna(row.best_min) else f"{int(row.best_is_last)} of {int(row.best_known)}",
              _gain_range(row), _nan_evaluations(row)]
-            for (model, dataset), row in table.iterrows()]
+            for key, row in table.iterrows()]
     return "\n".join(markdown_table(header, rows) + [
         "", "Training steps only (evaluation excluded), wall clock as each run recorded it in metrics.json, under "
-            "whatever else the machine ran at the time. CPU minutes / seed: the process's CPU time over all its "
+            "whatever else the machine ran at the time. allocator: the malloc settings the seeds ran under "
+            "(environment.json; zoo.engine.allocator), which change both time and memory (--by-allocator: a row "
+            "per setting). "
+            "CPU minutes / seed: the process's CPU time over all its "
             "threads in the same steps, which pauses and shared cores do not inflate (up to the thread count times "
             "the wall clock; over the seeds that recorded it, 'k of n' when not all did). peak resident: the largest "
             "resident set of any seed's training processes (the memory a run needs, freed memory the process "
