@@ -28,6 +28,9 @@
     python tools/benchmark.py scale --nodes 2000 --batches 2   # a tiny run (seconds)
     python tools/benchmark.py allocator                 # the ZINC step with glibc's malloc defaults vs
                                                         # zoo.engine.allocator.keep_freed_memory (what training uses)
+    python tools/benchmark.py allocator --recipe recipes/molhiv_cpu_siggate.yaml --batch-size 256 --atoms 10-60 \
+        --batches 8 --steps 40 --pairs 3 --jemalloc /tmp/jemalloc/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+                                                        # + peak memory over batches of varying size, and jemalloc
 """
 from __future__ import annotations
 
@@ -102,8 +105,13 @@ def _scale(args: argparse.Namespace) -> None:
 
 
 def _allocator(args: argparse.Namespace) -> None:
+    if args.jemalloc is not None and not Path(args.jemalloc).is_file():
+        raise UsageError(f"--jemalloc {args.jemalloc}: no such file; give the path of libjemalloc.so.2 (README "
+                         "'Training': apt-get download libjemalloc2 && dpkg -x libjemalloc2_*.deb /tmp/jemalloc)")
+    if args.batches < 1:
+        raise UsageError(f"--batches {args.batches}: give at least 1 batch")
     benchmark_allocator(recipe=args.recipe, pairs=args.pairs, steps=args.steps, batch_size=args.batch_size,
-                        atoms=_atoms(args.atoms))
+                        atoms=_atoms(args.atoms), batches=args.batches, jemalloc=args.jemalloc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     allocator.add_argument("--steps", type=int, default=20, help="timed steps per worker (median; default 20)")
     allocator.add_argument("--batch-size", type=int, default=32, help="molecules per batch (default 32, ZINC's)")
     allocator.add_argument("--atoms", default="23", help="atoms per random molecule: N or LOW-HIGH (default 23)")
+    allocator.add_argument("--batches", type=int, default=1,
+                           help="distinct random batches, cycled (default 1; several with --atoms LOW-HIGH vary "
+                                "in size, as real batches do, which is what fragments a heap)")
+    allocator.add_argument("--jemalloc", metavar="PATH",
+                           help="also measure jemalloc without purging, preloading this libjemalloc.so.2")
     allocator.set_defaults(func=_allocator)
     args = parser.parse_args(argv)
     try:

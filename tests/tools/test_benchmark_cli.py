@@ -255,6 +255,8 @@ def test_real_batch_loss_takes_the_next_batch_at_every_step():
     (["gps", "--min-width", "0"], "--min-width '0' is not a width in nodes; give a whole number such as 64"),
     (["gps", "--atoms", "40-4"], "--atoms '40-4' is not a molecule size; give N or LOW-HIGH"),
     (["allocator", "--atoms", "many"], "--atoms 'many' is not a molecule size; give N or LOW-HIGH"),
+    (["allocator", "--jemalloc", "/nowhere/libjemalloc.so.2"], "--jemalloc /nowhere/libjemalloc.so.2: no such file"),
+    (["allocator", "--batches", "0"], "--batches 0: give at least 1 batch"),
 ])
 def test_bad_gps_inputs_are_one_error_line(argv, message, capsys):
     assert benchmark_cli.main(argv) == 2
