@@ -5,16 +5,17 @@ epochs, evaluation excluded, kept across resumes), ``train_cpu_seconds`` (the pr
 those steps, over all its threads: a paused or shared machine does not inflate it; runs started
 before session 33 lack it), ``peak_rss_bytes`` (the run's largest resident set,
 :mod:`zoo.engine.memory`; runs started before 5 December 2026 lack it), ``epochs_run`` and
-``best_epoch``: a seed
-whose best epoch is its last was still improving when the schedule ended. Its ``environment.json``
-holds ``torch_threads`` as of the run's last start or resume, and the malloc setting of each start
-(:mod:`zoo.engine.allocator`; it changes both the time and the peak, README "Training"): a row lists
-the settings its seeds ran under, and ``by_allocator`` (``--by-allocator``) splits it by them. The
-times are whatever the machine gave the run, so compare rows that ran under the same load only. For a seed whose best epoch is its
-last, the "last-epoch gain" is how much that epoch improved the monitored validation value over the
-best of all earlier epochs, relative to it: a large gain means the run was still learning, a gain
-of a fraction of a percent that the schedule had settled. "NaN evaluations" counts the epochs
-whose evaluation predictions were not finite (recorded as NaN, never selected).
+``best_epoch``: a seed whose best epoch is its last was still improving when the schedule ended.
+Its ``environment.json`` holds ``torch_threads`` as of the run's last start or resume, and the
+malloc setting of each start (:mod:`zoo.engine.allocator`; it changes both the time and the peak,
+README "Training"): a row lists the settings its seeds ran under, and ``by_allocator``
+(``--by-allocator``) splits it by them. The
+times are whatever the machine gave the run, so compare rows that ran under the same load only. For
+a seed whose best epoch is its last, the "last-epoch gain" is how much that epoch improved the
+monitored validation value over the best of all earlier epochs, relative to it: a large gain means
+the run was still learning, a gain of a fraction of a percent that the schedule had settled. "NaN
+evaluations" counts the epochs whose evaluation predictions were not finite (recorded as NaN,
+never selected).
 
     python tools/report.py runs/ltga --timing
 """
