@@ -196,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
                                                       "zoo.engine.allocator.keep_freed_memory")
     allocator.add_argument("--recipe", default="recipes/zinc_siggate.yaml",
                            help="the SigGate-GT recipe whose model steps (default: the paper's ZINC model)")
-    allocator.add_argument("--pairs", type=int, default=5, help="pairs of worker processes (default 5)")
+    allocator.add_argument("--pairs", type=int, default=5,
+                           help="rounds of fresh worker processes, one per setting (default 5)")
     allocator.add_argument("--steps", type=int, default=20, help="timed steps per worker (median; default 20)")
     allocator.add_argument("--batch-size", type=int, default=32, help="molecules per batch (default 32, ZINC's)")
     allocator.add_argument("--atoms", default="23", help="atoms per random molecule: N or LOW-HIGH (default 23)")

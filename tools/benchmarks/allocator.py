@@ -39,17 +39,14 @@ def worker(config: dict) -> dict:
         keep_freed_memory()
     import torch
 
-    from tools.benchmarks.models import _real_batch_loss, _train_step, gps_configs, random_molecules
+    from tools.benchmarks.models import _train_step, gps_configs, random_molecule_loss
     from zoo.engine.recipe import load_recipe
     from zoo.models import create_model
 
     torch.manual_seed(0)
     model = create_model("siggate_gt", **gps_configs(config["recipe"])[1])
-    spec, size = model.pe_spec(), config["batch_size"]
-    batches = [(random_molecules(size, config["atoms"], seed=seed, lap_k=spec.get("lap_k", 8),
-                                 rwse_k=spec.get("rwse_k", 20)), torch.randn(size, 1))
-               for seed in range(config["batches"])]
-    step = _train_step(model, _real_batch_loss(batches, "regression"), load_recipe(config["recipe"]).optim)
+    loss = random_molecule_loss(model.pe_spec(), config["batch_size"], config["atoms"], config["batches"])
+    step = _train_step(model, loss, load_recipe(config["recipe"]).optim)
     for _ in range(2):
         step()
     times = []

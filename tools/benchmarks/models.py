@@ -245,12 +245,13 @@ NORMALISER_OPTIONS = {  # sparsegate_gt's global attention as recipes/*_sparsega
 }
 
 
-def random_molecule_loss(spec: dict, batch_size: int, atoms: int | tuple[int, int]):
-    """``model -> L1 loss`` on one fixed batch of :func:`random_molecules` with the positional
-    encodings of ``spec`` (a model's ``pe_spec()``) and random regression targets."""
-    batch = random_molecules(batch_size, atoms, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20))
-    target = torch.randn(batch_size, 1)
-    return lambda model: F.l1_loss(model(batch), target)
+def random_molecule_loss(spec: dict, batch_size: int, atoms: int | tuple[int, int], batches: int = 1):
+    """``model -> L1 loss`` on ``batches`` fixed batches of :func:`random_molecules` (seeds 0, 1, ...;
+    the next one at each call, cycling) with the positional encodings of ``spec`` (a model's
+    ``pe_spec()``) and random regression targets."""
+    data = [(random_molecules(batch_size, atoms, seed=seed, lap_k=spec.get("lap_k", 8), rwse_k=spec.get("rwse_k", 20)),
+             torch.randn(batch_size, 1)) for seed in range(batches)]
+    return _real_batch_loss(data, "graph_regression")
 
 
 def _real_batch_loss(batches: list, task: str):

@@ -48,18 +48,15 @@ def allocator_label(setting: str) -> str:
     return setting.replace("glibc mallopt: ", "glibc ")
 
 
-def _allocators(environment: dict) -> str:
-    """The labels of the settings a seed ran under, over its starts and resumes ("-" if none recorded)."""
+def _allocators(environment: dict) -> frozenset:
+    """The labels of the settings a seed ran under, over its starts and resumes."""
     starts = [*environment.get("earlier", []), environment]
-    return _joined({allocator_label(start["allocator"]) for start in starts if "allocator" in start})
+    return frozenset(allocator_label(start["allocator"]) for start in starts if "allocator" in start)
 
 
 def _joined(labels) -> str:
+    """Labels as one sorted " + "-joined string ("-" for none)."""
     return " + ".join(sorted(labels)) or "-"
-
-
-def _union(settings: pd.Series) -> str:
-    return _joined({label for joined in settings if joined != "-" for label in joined.split(" + ")})
 
 
 def _seed_row(path: Path) -> dict | None:
@@ -73,7 +70,8 @@ def _seed_row(path: Path) -> dict | None:
     best = metrics.get("best_epoch")
     best_is_last = best is not None and best == epochs - 1
     nan_epochs = sum(any(key.endswith("_nonfinite") for key in row) for row in metrics.get("curves") or [])
-    return {"setting": _allocators(environment), "epochs": epochs, "seconds": seconds,
+    settings = _allocators(environment)
+    return {"settings": settings, "setting": _joined(settings), "epochs": epochs, "seconds": seconds,
             "per_epoch": seconds / epochs, "threads": threads,
             "cpu_seconds": metrics.get("train_cpu_seconds"), "peak": metrics.get("peak_rss_bytes"),
             "best": best, "best_is_last": best_is_last,
@@ -125,7 +123,7 @@ def timing_table(runs: pd.DataFrame, by_allocator: bool = False) -> pd.DataFrame
         raise ReportError("no run recorded its training time (metrics.json 'train_seconds' and 'epochs_run')")
     groups = pd.DataFrame(rows).groupby(["model", "dataset"] + (["setting"] if by_allocator else []))
     table = pd.DataFrame({
-        "allocator": groups.setting.agg(_union),
+        "allocator": groups.settings.agg(lambda sets: _joined(frozenset().union(*sets))),
         "n": groups.size(),
         "threads": groups.threads.agg(lambda t: ",".join(str(int(v)) for v in sorted(t.dropna().unique())) or "-"),
         "epochs": groups.epochs.mean(),
