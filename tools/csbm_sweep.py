@@ -23,6 +23,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from zoo._malloc import preload_jemalloc  # noqa: E402
+
+if __name__ == "__main__":
+    preload_jemalloc()  # before torch loads: the command again with jemalloc, where the system has it
+
 from zoo.analysis.csbm_report import csbm_table, render_csbm  # noqa: E402
 from zoo.analysis.runs import ReportError, collect_runs  # noqa: E402
 from zoo.data.synthetic import contextual_sbm_card  # noqa: E402

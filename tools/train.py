@@ -20,6 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from zoo._malloc import preload_jemalloc  # noqa: E402
+
+if __name__ == "__main__":
+    preload_jemalloc()  # before torch loads: the command again with jemalloc, where the system has it
+
 from zoo.data import DatasetError  # noqa: E402
 from zoo.engine import RecipeError, load_recipe, run_folder, run_recipe  # noqa: E402
 from zoo.engine.allocator import keep_freed_memory  # noqa: E402

@@ -15,13 +15,17 @@ memory comes from differs.
 The tools that train (train, sweep, tune, csbm_sweep, finetune) call it first. It leaves
 everything alone, and says why, where the user already chose: any ``MALLOC_*`` variable or
 ``GLIBC_TUNABLES`` set, an ``LD_PRELOAD`` (jemalloc, as README's "Training" advises for large
-graphs), or ``ZOO_MALLOC=default``; and on a C library other than glibc.
+graphs), or ``ZOO_MALLOC=default``; and on a C library other than glibc. Before that, where the system
+has jemalloc, :func:`zoo._malloc.preload_jemalloc` has already run the tool with it preloaded, an
+``LD_PRELOAD`` this then leaves alone.
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import platform
+
+from zoo._malloc import user_choice
 
 MMAP_MAX = 0
 """How many blocks glibc may mmap at once: none, so every block comes from the heap and is reused."""
@@ -30,16 +34,6 @@ TRIM_THRESHOLD = (1 << 31) - 1
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's malloc.h
 
 _setting = "glibc defaults (keep_freed_memory not called)"
-
-
-def _user_choice(environ) -> str | None:
-    """The variable by which the user already chose an allocator setting, as ``NAME=value``."""
-    if environ.get("ZOO_MALLOC") == "default":
-        return "ZOO_MALLOC=default"
-    for name in sorted(environ):
-        if name.startswith("MALLOC_") or name in ("GLIBC_TUNABLES", "LD_PRELOAD"):
-            return f"{name}={environ[name]}"
-    return None
 
 
 def keep_freed_memory(environ=None) -> str:
@@ -51,7 +45,7 @@ def keep_freed_memory(environ=None) -> str:
     """
     global _setting
     environ = os.environ if environ is None else environ
-    chosen = _user_choice(environ)
+    chosen = user_choice(environ)
     if chosen is not None:
         _setting = f"left as set ({chosen})"
     elif platform.libc_ver()[0] != "glibc":
