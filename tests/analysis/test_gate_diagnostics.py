@@ -7,7 +7,7 @@ import torch
 from sklearn.metrics import pairwise_distances
 
 from tools.benchmarks.models import random_molecules
-from zoo.analysis.gate_diagnostics import gate_diagnostics, graph_stable_ranks, stable_rank
+from zoo.analysis.gate_diagnostics import _by_size, gate_diagnostics, graph_stable_ranks, stable_rank
 from zoo.models import create_model
 
 
@@ -114,8 +114,9 @@ def test_diagnostics_match_a_dense_float64_reference():
     for handle in hooks:
         handle.remove()
     sizes = batch.batch_num_nodes().tolist()
-    # two batches of two graphs each: the sums must pool over batches as over one
-    halves = [dgl.batch(dgl.unbatch(batch)[:2]), dgl.batch(dgl.unbatch(batch)[2:])]
+    # batches of three graphs and one (regrouped by size, still three to a batch: 9, 9 and 14 nodes
+    # padded together): the sums must pool over batches as over one
+    halves = [dgl.batch(dgl.unbatch(batch)[:3]), dgl.batch(dgl.unbatch(batch)[3:])]
     report = gate_diagnostics(model, [(part, None) for part in halves])
     for layer, row, h_in, h_out in zip(model.gps_layers(), report, inputs, outputs):
         want = _dense_reference(layer, batch, h_in)
@@ -160,12 +161,24 @@ def test_exact_zeros_count_real_pairs_only_per_graph_and_head():
             zeros[i] += (weights == 0).sum((1, 2))
             layer.attn.record = False
         pairs += n * n
-    halves = [dgl.batch(graphs[:2]), dgl.batch(graphs[2:])]  # graphs of 9 and 14 nodes padded together
+    halves = [dgl.batch(graphs[:3]), dgl.batch(graphs[3:])]  # graphs of 9 and 14 nodes padded together
     report = gate_diagnostics(model, [(part, None) for part in halves])
     for row, want in zip(report, zeros):
         assert row["attention_zeros_per_head"] == pytest.approx(list(want / pairs), abs=1e-12)
         assert row["attention_zeros"] == pytest.approx(want.sum() / (2 * pairs), abs=1e-12)
     assert 0 < report[0]["attention_zeros"] < 1 and "q" not in report[0] and "alpha" not in report[0]
+
+
+def test_graphs_are_regrouped_by_size_in_batches_as_large_as_the_first():
+    sizes = [14, 5, 9, 30, 7, 9, 21]
+    graphs = [random_molecules(1, atoms=n, bonds=n, seed=n) for n in sizes]
+    loader = [(dgl.batch(graphs[:3]), None), (dgl.batch(graphs[3:5]), None), (dgl.batch(graphs[5:]), None)]
+    regrouped = list(_by_size(loader, None))
+    assert [g.batch_num_nodes().tolist() for g in regrouped] == [[5, 7, 9], [9, 14, 21], [30]]
+    assert [g.batch_num_nodes().tolist() for g in _by_size(loader, 2)] == [[5, 7, 9], [14, 30]]
+    feats = sorted(dgl.unbatch(dgl.batch(graphs)), key=lambda g: g.num_nodes())
+    for got, want in zip([g for batch in regrouped for g in dgl.unbatch(batch)], feats):
+        assert all(torch.equal(got.ndata[key], want.ndata[key]) for key in want.ndata)
 
 
 def test_rows_carry_the_layer_index_per_head():

@@ -19,6 +19,9 @@
 """
 from __future__ import annotations
 
+from typing import Iterator
+
+import dgl
 import torch
 
 from zoo.analysis.oversmoothing import MeanAverageDistance
@@ -67,9 +70,9 @@ class _LayerRecord:
 
     def add_attention(self, module) -> None:
         mask = module.last_mask  # [B, L]
-        weights = module.last_attn  # [B, H, L, L]; 0 log 0 = 0, rows summed in float64
+        weights = module.last_attn  # [B, H, L, L]; 0 log 0 = 0, rows pooled in float64
         plogp = weights * weights.clamp_min(torch.finfo(weights.dtype).tiny).log()
-        self.entropy += -plogp.sum(-1, dtype=torch.float64).transpose(1, 2)[mask].sum(0)  # real query rows, per head
+        self.entropy += -plogp.sum(-1).transpose(1, 2)[mask].sum(0, dtype=torch.float64)  # real query rows, per head
         self.queries += int(mask.sum())
         real = mask[:, None, :, None] & mask[:, None, None, :]  # [B, 1, L, L] real (query, key) pairs
         self.zeros += ((weights == 0) & real).sum((0, 2, 3), dtype=torch.float64)
@@ -112,8 +115,9 @@ def _forget(attn) -> None:
 
 def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict]:
     """Per-layer diagnostics (see the module docstring) of a GPS model (a
-    :class:`zoo.models.HasGPSLayers`) over the batches ``(graphs, targets)`` of ``loader`` (the first
-    ``max_batches`` only, if given), in eval mode; each row also says how many ``graphs`` it covers.
+    :class:`zoo.models.HasGPSLayers`) over the graphs of the batches ``(graphs, targets)`` of
+    ``loader`` (the first ``max_batches`` only, if given; regrouped by size, :func:`_by_size`), in
+    eval mode; each row also says how many ``graphs`` it covers.
 
     >>> from zoo.data import load_graph_dataset, make_dataloaders
     >>> from zoo.models.registry import create_model
@@ -147,9 +151,7 @@ def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict
     model.eval()
     try:
         with torch.no_grad():
-            for index, (graphs, _) in enumerate(loader):
-                if index == max_batches:
-                    break
+            for graphs in _by_size(loader, max_batches):
                 model(graphs)
                 graphs_seen += graphs.batch_size
     finally:
@@ -163,6 +165,23 @@ def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict
         record.mad_in = previous.mad_out
     return [{**record.row(i), **learned_index(layer.attn), "graphs": graphs_seen}
             for i, (record, layer) in enumerate(zip(records, layers))]
+
+
+def _by_size(loader, max_batches: int | None) -> Iterator[dgl.DGLGraph]:
+    """The graphs of ``loader``'s batches (the first ``max_batches``) in order of size, batched as
+    many to a batch as the loader's first. In eval mode a GPS model treats each graph on its own,
+    so this changes no graph's values; it only shrinks the padding of the recorded ``[B, H, L, L]``
+    blocks, which the largest graph of a batch sets (on Peptides-func's 10-444 nodes most of a
+    loader batch's block is padding)."""
+    graphs, batch_size = [], None
+    for index, (batch, _) in enumerate(loader):
+        if index == max_batches:
+            break
+        batch_size = batch_size or batch.batch_size
+        graphs.extend(dgl.unbatch(batch))
+    graphs.sort(key=lambda graph: graph.num_nodes())
+    for start in range(0, len(graphs), batch_size or 1):
+        yield dgl.batch(graphs[start:start + batch_size])
 
 
 def learned_index(attn) -> dict[str, list[float]]:
