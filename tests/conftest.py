@@ -23,6 +23,16 @@ def pytest_sessionstart(session):
 
 
 @pytest.fixture(scope="session")
+def loaded_libc() -> str:
+    """The path of the C library this process runs on, from its memory map: a library any test
+    process can preload as a stand-in for jemalloc (Linux only)."""
+    if not Path("/proc/self/maps").exists():
+        pytest.skip("reads /proc/self/maps")
+    maps = Path("/proc/self/maps").read_text().split()
+    return next(word for word in maps if "/libc.so" in word or "/libc-" in word)
+
+
+@pytest.fixture(scope="session")
 def zoo_data() -> Path:
     """The read-only offline data folder ($ZOO_DATA, else ../shared/data); skip if absent."""
     if not DATA_ROOT.is_dir():

@@ -3,13 +3,13 @@ it and the user chose nothing. The exec tests preload the C library already load
 so no jemalloc is needed): what is checked is the rerun itself, in the same process with the same
 interpreter flags and arguments, and what the process then records."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tools.benchmarks.allocator import clean_env
 from zoo import _malloc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,17 +52,6 @@ def test_a_choice_that_cannot_be_honoured_exits_2_and_says_so(environ, named, mo
     assert stop.value.code == 2 and named in capsys.readouterr().err
 
 
-def _loaded_libc() -> str:
-    maps = Path("/proc/self/maps").read_text().split()
-    return next(word for word in maps if "/libc.so" in word or "/libc-" in word)
-
-
-def _clean_env(**extra) -> dict:
-    keep = {k: v for k, v in os.environ.items()
-            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "LD_PRELOAD", "ZOO_MALLOC", "ZOO_JEMALLOC"))}
-    return {**keep, **extra}
-
-
 _RERUN = """
 import json, os, sys
 print(json.dumps({"pid": os.getpid(), "preload": os.environ.get("LD_PRELOAD")}), flush=True)
@@ -74,11 +63,10 @@ print(json.dumps({"pid": os.getpid(), "args": sys.argv[1:], "no_bytecode": sys.f
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
-def test_the_rerun_is_the_same_process_with_the_library_preloaded():
-    library = _loaded_libc()
+def test_the_rerun_is_the_same_process_with_the_library_preloaded(loaded_libc):
+    library = loaded_libc
     done = subprocess.run([sys.executable, "-B", "-c", _RERUN, "a", "--b"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=_clean_env(ZOO_JEMALLOC=library))
+                          timeout=120, env=dict(clean_env(), ZOO_JEMALLOC=library))
     assert done.returncode == 0, done.stderr
     before, again, after = (json.loads(line) for line in done.stdout.splitlines())
     assert before == {"pid": before["pid"], "preload": None} and again == {"pid": before["pid"], "preload": library}
@@ -88,9 +76,9 @@ def test_the_rerun_is_the_same_process_with_the_library_preloaded():
 
 
 @pytest.mark.parametrize("tool", ["train", "sweep", "tune", "csbm_sweep", "finetune"])
-def test_every_training_tool_reruns_itself_once(tool):
+def test_every_training_tool_reruns_itself_once(tool, loaded_libc):
     """The rerun comes before argparse: ``--help`` prints once, after the rerun."""
     done = subprocess.run([sys.executable, f"tools/{tool}.py", "--help"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env=_clean_env(ZOO_JEMALLOC=_loaded_libc()))
+                          timeout=300, env=dict(clean_env(), ZOO_JEMALLOC=loaded_libc))
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("malloc: jemalloc without purging") == 1 and done.stdout.count("usage:") == 1

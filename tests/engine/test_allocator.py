@@ -83,20 +83,14 @@ def test_a_freed_block_stays_with_the_process_where_glibc_defaults_unmap_it(bloc
     assert after["heap"] == held["heap"] and after["heap_free"] - held["heap_free"] >= block, (before, held, after)
 
 
-def _loaded_libc() -> str:
-    """The path of the C library this process runs on, from its memory map."""
-    maps = Path("/proc/self/maps").read_text().split()
-    return next(word for word in maps if "/libc.so" in word or "/libc-" in word)
-
-
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt only")
-def test_the_benchmark_compares_fresh_default_kept_and_preloaded_processes(capsys):
+def test_the_benchmark_compares_fresh_default_kept_and_preloaded_processes(capsys, loaded_libc):
     """``benchmark.py allocator`` at a tiny size: one round of fresh processes, the first with glibc's
     defaults, the second with the setting, the third with a preloaded library (jemalloc in use; the
     C library itself here, so the test needs no jemalloc: what is checked is that the worker runs
     with it preloaded and says so). Page faults, times and peaks are printed, not asserted: they
     depend on the machine (the kept setting pays off at the paper's batch, not at 4 molecules)."""
-    library = _loaded_libc()
+    library = loaded_libc
     rows = allocator_benchmark.run(pairs=1, steps=2, batch_size=4, atoms=(5, 9), batches=2, jemalloc=library)
     out = capsys.readouterr().out
     assert [row["setting"] for row in rows] == [

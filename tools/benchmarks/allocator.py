@@ -19,15 +19,13 @@ import sys
 import time
 from pathlib import Path
 
+from zoo._malloc import JEMALLOC_CONF
+
 ROOT = Path(__file__).resolve().parents[2]
-JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
-"""jemalloc without purging, as README "Training" advises for large graphs."""
-
-
 def clean_env() -> dict:
     """This process's environment without any allocator choice the user made, for a fresh worker."""
     return {k: v for k, v in os.environ.items()
-            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "LD_PRELOAD", "ZOO_MALLOC"))}
+            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "LD_PRELOAD", "ZOO_MALLOC", "ZOO_JEMALLOC"))}
 
 
 def worker(config: dict) -> dict:
