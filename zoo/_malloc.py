@@ -29,6 +29,15 @@ class MallocChoiceError(ValueError):
     """A ``ZOO_MALLOC`` or ``ZOO_JEMALLOC`` that cannot be honoured; the message names the fix."""
 
 
+def chooses_allocator(name: str) -> bool:
+    """Whether environment variable ``name`` is one by which a user sets the allocator up.
+
+    >>> chooses_allocator("MALLOC_ARENA_MAX"), chooses_allocator("PATH")
+    (True, False)
+    """
+    return name.startswith("MALLOC_") or name in ("GLIBC_TUNABLES", "LD_PRELOAD")
+
+
 def user_choice(environ) -> str | None:
     """The variable by which the user already chose an allocator setting, as ``NAME=value``.
 
@@ -38,7 +47,7 @@ def user_choice(environ) -> str | None:
     if environ.get("ZOO_MALLOC") == "default":
         return "ZOO_MALLOC=default"
     for name in sorted(environ):
-        if name.startswith("MALLOC_") or name in ("GLIBC_TUNABLES", "LD_PRELOAD"):
+        if chooses_allocator(name):
             return f"{name}={environ[name]}"
     return None
 

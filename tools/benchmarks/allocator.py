@@ -19,13 +19,13 @@ import sys
 import time
 from pathlib import Path
 
-from zoo._malloc import JEMALLOC_CONF
+from zoo._malloc import JEMALLOC_CONF, chooses_allocator
 
 ROOT = Path(__file__).resolve().parents[2]
 def clean_env() -> dict:
     """This process's environment without any allocator choice the user made, for a fresh worker."""
     return {k: v for k, v in os.environ.items()
-            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "LD_PRELOAD", "ZOO_MALLOC", "ZOO_JEMALLOC"))}
+            if not (chooses_allocator(k) or k in ("ZOO_MALLOC", "ZOO_JEMALLOC"))}
 
 
 def worker(config: dict) -> dict:
