@@ -205,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                            help="distinct random batches, cycled (default 1; several with --atoms LOW-HIGH vary "
                                 "in size, as real batches do, which is what fragments a heap)")
     allocator.add_argument("--jemalloc", metavar="PATH",
-                           help="also measure jemalloc without purging, preloading this libjemalloc.so.2")
+                           help="also measure jemalloc without purging, and purging freed pages "
+                                "after about a second, preloading this libjemalloc.so.2")
     allocator.set_defaults(func=_allocator)
     args = parser.parse_args(argv)
     try:

@@ -86,18 +86,22 @@ def test_a_freed_block_stays_with_the_process_where_glibc_defaults_unmap_it(bloc
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt only")
 def test_the_benchmark_compares_fresh_default_kept_and_preloaded_processes(capsys, loaded_libc):
     """``benchmark.py allocator`` at a tiny size: one round of fresh processes, the first with glibc's
-    defaults, the second with the setting, the third with a preloaded library (jemalloc in use; the
-    C library itself here, so the test needs no jemalloc: what is checked is that the worker runs
-    with it preloaded and says so). Page faults, times and peaks are printed, not asserted: they
-    depend on the machine (the kept setting pays off at the paper's batch, not at 4 molecules)."""
+    defaults, the second with the setting, the third and fourth with a preloaded library (jemalloc
+    without and with purging in use; the C library itself here, so the test needs no jemalloc: what
+    is checked is that the workers run with it preloaded, with their MALLOC_CONF, and say so). Page
+    faults, times and peaks are printed, not asserted: they depend on the machine (the kept setting pays off at the paper's batch, not at 4 molecules)."""
     library = loaded_libc
     rows = allocator_benchmark.run(pairs=1, steps=2, batch_size=4, atoms=(5, 9), batches=2, jemalloc=library)
     out = capsys.readouterr().out
     assert [row["setting"] for row in rows] == [
         "glibc defaults (keep_freed_memory not called)",
         f"glibc mallopt: mmap_max {allocator.MMAP_MAX}, trim_threshold {allocator.TRIM_THRESHOLD}",
-        f"left as set (LD_PRELOAD={library})"]
+        f"left as set (LD_PRELOAD={library})", f"left as set (LD_PRELOAD={library})"]
+    assert [row["malloc_conf"] for row in rows] == [
+        None, None, "dirty_decay_ms:-1,muzzy_decay_ms:-1", "dirty_decay_ms:1000,muzzy_decay_ms:0"]
     assert all(row["ms"] > 0 and row["faults"] >= 0 and row["peak_mb"] > 0 for row in rows), rows
-    assert "| 0 | default |" in out and "| 0 | kept |" in out and "| 0 | jemalloc |" in out
+    assert "| 0 | default |" in out and "| 0 | kept |" in out
+    assert "| 0 | jemalloc |" in out and "| 0 | jemalloc-purging |" in out
     assert "kept / default: step time median" in out and "jemalloc / default: step time median" in out
+    assert "jemalloc-purging / default: step time median" in out
     assert "on 2 batch(es) of 4 random molecules" in out

@@ -1,5 +1,6 @@
 """glibc's defaults against :func:`zoo.engine.allocator.keep_freed_memory` (and, given its
-library, jemalloc without purging) on a training step: ``python tools/benchmark.py allocator``.
+library, jemalloc without purging and jemalloc purging freed pages after about a second) on a
+training step: ``python tools/benchmark.py allocator``.
 
 Each measurement is a fresh worker process (the malloc setting is process-wide and cannot be
 undone), the settings in turn, so that load from other processes hits all alike. A worker builds
@@ -21,6 +22,10 @@ from pathlib import Path
 
 from zoo._malloc import JEMALLOC_CONF, chooses_allocator
 
+JEMALLOC_PURGING_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
+"""jemalloc returning freed pages to the system about a second after they were freed: the
+resident set follows the memory in use, at the price of page faults when it is touched again."""
+
 ROOT = Path(__file__).resolve().parents[2]
 def clean_env() -> dict:
     """This process's environment without any allocator choice the user made, for a fresh worker."""
@@ -31,7 +36,7 @@ def clean_env() -> dict:
 def worker(config: dict) -> dict:
     """One measurement in this process: ``{"ms": median step, "faults": minor faults per step,
     "system_ms": system CPU per step, "peak_mb": peak resident set, "setting": what
-    keep_freed_memory did}``."""
+    keep_freed_memory did, "malloc_conf": jemalloc's MALLOC_CONF or None}``."""
     from zoo.engine.allocator import allocator_setting, keep_freed_memory
     if config["setting"] != "default":  # kept: mallopt; jemalloc: left alone, named as preloaded
         keep_freed_memory()
@@ -56,18 +61,20 @@ def worker(config: dict) -> dict:
     after = resource.getrusage(resource.RUSAGE_SELF)
     return {"ms": statistics.median(times), "faults": (after.ru_minflt - before.ru_minflt) / config["steps"],
             "system_ms": (after.ru_stime - before.ru_stime) * 1e3 / config["steps"],
-            "peak_mb": after.ru_maxrss / 1024, "setting": allocator_setting()}  # ru_maxrss: KiB on Linux
+            "peak_mb": after.ru_maxrss / 1024, "setting": allocator_setting(),  # ru_maxrss: KiB on Linux
+            "malloc_conf": os.environ.get("MALLOC_CONF")}
 
 
 def measure(setting: str, recipe: str, steps: int, batch_size: int, atoms, batches: int = 1,
             jemalloc: str | None = None, timeout: float = 1800) -> dict:
-    """:func:`worker` in a fresh process with ``setting``: ``default``, ``kept`` or ``jemalloc``
-    (the library at ``jemalloc`` preloaded, without purging)."""
+    """:func:`worker` in a fresh process with ``setting``: ``default``, ``kept``, ``jemalloc`` (the
+    library at ``jemalloc`` preloaded, without purging) or ``jemalloc-purging`` (preloaded, with
+    :data:`JEMALLOC_PURGING_CONF`)."""
     config = {"setting": setting, "recipe": recipe, "steps": steps, "batch_size": batch_size, "atoms": atoms,
               "batches": batches}
     env = clean_env()
-    if setting == "jemalloc":
-        env.update(LD_PRELOAD=str(jemalloc), MALLOC_CONF=JEMALLOC_CONF)
+    if setting.startswith("jemalloc"):
+        env.update(LD_PRELOAD=str(jemalloc), MALLOC_CONF=JEMALLOC_PURGING_CONF if setting == "jemalloc-purging" else JEMALLOC_CONF)
     done = subprocess.run([sys.executable, "-m", "tools.benchmarks.allocator", json.dumps(config)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
@@ -79,7 +86,7 @@ def run(recipe: str = "recipes/zinc_siggate.yaml", pairs: int = 5, steps: int = 
         atoms=23, batches: int = 1, jemalloc: str | None = None) -> list[dict]:
     """Print one row per worker, and the median over the rounds of each setting's step time and
     peak resident set relative to glibc's defaults."""
-    settings = ["default", "kept"] + (["jemalloc"] if jemalloc else [])
+    settings = ["default", "kept"] + (["jemalloc", "jemalloc-purging"] if jemalloc else [])
     print(f"allocator: {pairs} rounds of fresh processes, {', then '.join(settings)}; each times {steps} training "
           f"steps of siggate_gt from {recipe} on {batches} batch(es) of {batch_size} random molecules ({atoms} "
           f"atoms), cycled; torch threads {os.environ.get('OMP_NUM_THREADS', 'default')}, load average "
