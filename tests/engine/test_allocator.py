@@ -4,7 +4,9 @@ The reference for "kept" is glibc's own behaviour with its defaults in a fresh p
 glibc's allocator bookkeeping (``mallinfo2``), never from page-fault counts or times: those differ
 between machines, and ``python tools/benchmark.py allocator`` is where they are measured."""
 import ctypes
+import ctypes.util
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tools.benchmarks import allocator as allocator_benchmark
+from zoo._malloc import JEMALLOC_CONF
 from zoo.engine import allocator
 from zoo.engine.environment import environment
 
@@ -105,3 +108,65 @@ def test_the_benchmark_compares_fresh_default_kept_and_preloaded_processes(capsy
     assert "kept / default: step time median" in out and "jemalloc / default: step time median" in out
     assert "jemalloc-purging / default: step time median" in out
     assert "on 2 batch(es) of 4 random molecules" in out
+
+
+_RELEASE_PROBE = """
+import ctypes, json
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype, libc.malloc.restype, libc.free.argtypes = Info, ctypes.c_void_p, [ctypes.c_void_p]
+from zoo.engine.allocator import keep_freed_memory, release_freed_memory
+keep_freed_memory({})
+block = libc.malloc(64 << 20); libc.free(block)
+kept = libc.mallinfo2().arena
+said = release_freed_memory()
+print(json.dumps([kept, libc.mallinfo2().arena, said]))
+"""
+
+
+@pytest.mark.skipif(not GLIBC or not hasattr(ctypes.CDLL("libc.so.6"), "mallinfo2"), reason="glibc 2.33+ only")
+def test_released_memory_leaves_the_glibc_heap():
+    """Under the kept setting a freed 64 MiB block stays in the heap (above); released between
+    runs, the heap gives it back to the system. glibc's bookkeeping (mallinfo2's heap size)."""
+    done = subprocess.run([sys.executable, "-c", _RELEASE_PROBE], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=allocator_benchmark.clean_env())
+    assert done.returncode == 0, done.stderr
+    kept, released, said = json.loads(done.stdout)
+    assert said == "glibc: malloc_trim"
+    assert kept - released >= 60 << 20, (kept, released)
+
+
+_JEMALLOC_PROBE = """
+import ctypes, json
+from zoo.engine.allocator import release_freed_memory
+process = ctypes.CDLL(None)
+process.malloc.restype, process.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+def resident():
+    epoch = ctypes.c_uint64(1)
+    process.mallctl(b"epoch", None, None, ctypes.byref(epoch), ctypes.c_size_t(8))  # refresh the statistics
+    value, size = ctypes.c_size_t(0), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
+    assert process.mallctl(b"stats.resident", ctypes.byref(value), ctypes.byref(size), None, ctypes.c_size_t(0)) == 0
+    return value.value
+block = process.malloc(64 << 20); ctypes.memset(block, 1, 64 << 20); process.free(block)
+kept = resident()
+said = release_freed_memory()
+print(json.dumps([kept, resident(), said]))
+"""
+
+
+def test_released_memory_leaves_jemalloc_without_purging():
+    """jemalloc without purging keeps a freed, touched 64 MiB block resident; released, its arenas
+    are purged. jemalloc's own statistics (``stats.resident``); needs a jemalloc (``ZOO_JEMALLOC``
+    or the system's), so it skips where there is none, as in CI."""
+    library = os.environ.get("ZOO_JEMALLOC") or ctypes.util.find_library("jemalloc")
+    if not library:
+        pytest.skip("no jemalloc here (set ZOO_JEMALLOC=PATH to libjemalloc.so.2)")
+    env = dict(allocator_benchmark.clean_env(), LD_PRELOAD=library, MALLOC_CONF=JEMALLOC_CONF)  # as the tools set it
+    done = subprocess.run([sys.executable, "-c", _JEMALLOC_PROBE], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    kept, released, said = json.loads(done.stdout)
+    assert said == "jemalloc: arenas purged"
+    assert kept - released >= 60 << 20, (kept, released)

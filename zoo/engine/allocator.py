@@ -59,6 +59,34 @@ def keep_freed_memory(environ=None) -> str:
     return _setting
 
 
+MALLCTL_ARENAS_ALL = 4096
+"""jemalloc's index for "every arena" in ``arena.<i>.purge`` (``MALLCTL_ARENAS_ALL``, jemalloc 5)."""
+
+
+def release_freed_memory() -> str:
+    """Give the memory the allocator keeps for reuse back to the system, and say how.
+
+    Called between the runs of a sweep (:func:`zoo.engine.experiment.run_recipe`): the kept
+    memory of one run (with jemalloc without purging, the largest it ever held) is of little use
+    to the next, whose tensors differ, and it would count in the next run's recorded peak
+    (``peak_rss_bytes``). jemalloc purges every arena (``mallctl("arena.4096.purge")``); glibc
+    trims its heaps (``malloc_trim(0)``); other C libraries are left alone.
+
+    >>> release_freed_memory() in ("jemalloc: arenas purged", "glibc: malloc_trim", "left alone")
+    True
+    """
+    if platform.system() != "Linux":
+        return "left alone"
+    process = ctypes.CDLL(None)  # the symbols of the running process, a preloaded jemalloc's first
+    if hasattr(process, "mallctl"):
+        purged = process.mallctl(f"arena.{MALLCTL_ARENAS_ALL}.purge".encode(), None, None, None, ctypes.c_size_t(0))
+        return "jemalloc: arenas purged" if purged == 0 else f"jemalloc refused the purge (error {purged})"
+    if platform.libc_ver()[0] == "glibc":
+        process.malloc_trim(ctypes.c_size_t(0))
+        return "glibc: malloc_trim"
+    return "left alone"
+
+
 def allocator_setting() -> str:
     """What :func:`keep_freed_memory` did in this process (recorded in ``environment.json``)."""
     return _setting

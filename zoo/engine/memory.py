@@ -3,7 +3,8 @@
 Linux keeps each process's high-water mark of resident memory (``VmHWM`` in
 ``/proc/self/status``) and lets the process lower it to the current resident set (``5`` written to
 ``/proc/self/clear_refs``, Linux 4.0 and later). :func:`zoo.engine.epoch_loop.run_epochs` resets
-it as a run starts, so that a sweep's earlier runs in the same process do not count, and keeps the
+it as a run starts, so that a sweep's earlier runs in the same process do not count (their kept
+memory is released just before, :func:`zoo.engine.allocator.release_freed_memory`), and keeps the
 largest mark across resumes. The mark is what the kernel holds for the process: with
 :mod:`zoo.engine.allocator`'s setting it includes freed memory kept for reuse, which is memory the
 machine cannot give to another job all the same. Elsewhere (no ``/proc``) nothing is recorded.
