@@ -12,7 +12,7 @@ from zoo.engine.epoch_loop import LAST, BatchCheckpoints, finish, run_epochs
 
 
 def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None, checkpoint_every=0, tick=None,
-          progress=False):
+          progress=False, release_every=epoch_loop.RELEASE_EVERY):
     """A linear model stepped by SGD each epoch; ``scores[e]`` is epoch e's validation value."""
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
@@ -34,7 +34,8 @@ def _loop(tmp_path, scores, *, patience=2, mode="min", epochs=None, fail_at=None
     it = iter(range(len(scores)))
     state = run_epochs(model=model, optimizers=[optimizer], run_dir=tmp_path, epochs=epochs or len(scores),
                        patience=patience, train_epoch=train_epoch, evaluate=lambda: {"val_mae": scores[next(it)]},
-                       monitor="val_mae", mode=mode, progress=progress, checkpoint_every=checkpoint_every)
+                       monitor="val_mae", mode=mode, progress=progress, checkpoint_every=checkpoint_every,
+                       release_every=release_every)
     return state, model
 
 
@@ -151,7 +152,8 @@ def test_an_early_stop_writes_its_last_epoch(tmp_path, monkeypatch):
     assert state["stopped_early"] and written == [1, 4]
 
 
-def _batch_loop(tmp_path, epochs, *, batches=5, kill_at=None, checkpoint_every=25, now=None, trained=None):
+def _batch_loop(tmp_path, epochs, *, batches=5, kill_at=None, checkpoint_every=25, now=None, trained=None,
+                release_every=epoch_loop.RELEASE_EVERY):
     """A linear model, one SGD step a batch; each batch takes 10 s of the fake clock ``now``."""
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
@@ -176,7 +178,8 @@ def _batch_loop(tmp_path, epochs, *, batches=5, kill_at=None, checkpoint_every=2
 
     state = run_epochs(model=model, optimizers=[optimizer], run_dir=tmp_path, epochs=epochs, patience=9,
                        train_epoch=train_epoch, evaluate=lambda: {"val_mae": 1.0}, monitor="val_mae", mode="min",
-                       progress=False, checkpoint_every=checkpoint_every, batch_checkpoints=True)
+                       progress=False, checkpoint_every=checkpoint_every, batch_checkpoints=True,
+                       release_every=release_every)
     return state, model
 
 
@@ -205,6 +208,20 @@ def test_batch_checkpoints_follow_the_clock_inside_epochs_and_resume_at_the_batc
     for key, value in whole_model.state_dict().items():  # the same arithmetic on the same machine
         assert torch.equal(value, resumed_model.state_dict()[key]), key
     assert (resumed["train_seconds"], resumed["train_cpu_seconds"]) == (150, 37.5)  # the rerun batch counts once
+
+
+def test_kept_memory_is_released_on_a_clock_between_batches_and_at_epoch_ends(tmp_path, monkeypatch):
+    """zoo.engine.allocator.release_freed_memory at least ``release_every`` seconds apart: between
+    batches (5 batches of 10 s an epoch) and, for a trainer without batch hooks, at epoch ends."""
+    now, released = [0.0], []
+    monkeypatch.setattr(epoch_loop.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(epoch_loop, "release_freed_memory", lambda: released.append(now[0]))
+    _batch_loop(tmp_path / "batches", 3, now=now, trained=[], release_every=25)
+    assert released == [30, 60, 90, 120, 150]
+    now[0], released[:] = 0.0, []
+    _loop(tmp_path / "epochs", [8.0 - e for e in range(8)], patience=9, release_every=25,
+          tick=lambda: now.__setitem__(0, now[0] + 10))
+    assert released == [30, 60]
 
 
 def test_a_batch_checkpoint_from_before_cpu_time_leaves_it_unknown(tmp_path, monkeypatch):
