@@ -1,9 +1,9 @@
 """The choice of malloc, made before a training process loads torch (a helper below every floor).
 
-jemalloc without purging is faster than glibc on every workload measured here, with a lower peak
-than glibc told to keep freed memory (README "Training"), but it has to be preloaded before the
-process starts. The training tools (train, sweep, tune, csbm_sweep, finetune) call
-:func:`preload_jemalloc` first thing: where the system has jemalloc and the user chose nothing,
+jemalloc without purging was faster than glibc or level with it on every workload measured here,
+with a lower peak than glibc told to keep freed memory (README "Training"), but it has to be
+preloaded before the process starts. The training tools (train, sweep, tune, csbm_sweep,
+finetune) call :func:`preload_jemalloc` first thing: where the system has jemalloc and the user chose nothing,
 it runs the same command again in the same process (``exec``: same pid, interpreter flags and
 arguments) with jemalloc preloaded. Without jemalloc,
 :func:`zoo.engine.allocator.keep_freed_memory` tells glibc to keep freed memory instead.

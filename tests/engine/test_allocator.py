@@ -96,7 +96,8 @@ def test_the_benchmark_compares_fresh_default_kept_and_preloaded_processes(capsy
     defaults, the second with the setting, the third and fourth with a preloaded library (jemalloc
     without and with purging in use; the C library itself here, so the test needs no jemalloc: what
     is checked is that the workers run with it preloaded, with their MALLOC_CONF, and say so). Page
-    faults, times and peaks are printed, not asserted: they depend on the machine (the kept setting pays off at the paper's batch, not at 4 molecules)."""
+    faults, times and peaks are printed, not asserted: they depend on the machine (the kept setting
+    pays off at the paper's batch, not at 4 molecules)."""
     library = loaded_libc
     rows = allocator_benchmark.run(pairs=1, steps=2, batch_size=4, atoms=(5, 9), batches=2, jemalloc=library)
     out = capsys.readouterr().out

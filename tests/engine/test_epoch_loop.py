@@ -210,18 +210,20 @@ def test_batch_checkpoints_follow_the_clock_inside_epochs_and_resume_at_the_batc
     assert (resumed["train_seconds"], resumed["train_cpu_seconds"]) == (150, 37.5)  # the rerun batch counts once
 
 
-def test_kept_memory_is_released_on_a_clock_between_batches_and_at_epoch_ends(tmp_path, monkeypatch):
-    """zoo.engine.allocator.release_freed_memory at least ``release_every`` seconds apart: between
-    batches (5 batches of 10 s an epoch) and, for a trainer without batch hooks, at epoch ends."""
+def test_kept_memory_is_released_as_a_run_starts_and_on_a_clock(tmp_path, monkeypatch):
+    """zoo.engine.allocator.release_freed_memory before the peak is reset (a sweep's earlier run's
+    kept memory is not this run's), then at least ``release_every`` seconds apart: between batches
+    (5 batches of 10 s an epoch) and, for a trainer without batch hooks, at epoch ends."""
     now, released = [0.0], []
     monkeypatch.setattr(epoch_loop.time, "perf_counter", lambda: now[0])
     monkeypatch.setattr(epoch_loop, "release_freed_memory", lambda: released.append(now[0]))
+    monkeypatch.setattr(epoch_loop, "reset_peak", lambda: released.append("reset"))
     _batch_loop(tmp_path / "batches", 3, now=now, trained=[], release_every=25)
-    assert released == [30, 60, 90, 120, 150]
+    assert released == [0, "reset", 30, 60, 90, 120, 150]
     now[0], released[:] = 0.0, []
     _loop(tmp_path / "epochs", [8.0 - e for e in range(8)], patience=9, release_every=25,
           tick=lambda: now.__setitem__(0, now[0] + 10))
-    assert released == [30, 60]
+    assert released == [0, "reset", 30, 60]
 
 
 def test_a_batch_checkpoint_from_before_cpu_time_leaves_it_unknown(tmp_path, monkeypatch):

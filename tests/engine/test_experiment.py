@@ -84,27 +84,6 @@ def test_random_split_cards_load_once_per_seed(tmp_path, monkeypatch):
     assert loaded == [("esol", 3, None), ("esol", 4, None)]  # the card's featurizer: the recipe names none
 
 
-def test_each_seed_trains_after_the_memory_kept_from_before_is_released(tmp_path, monkeypatch):
-    """The allocator's kept memory (zoo.engine.allocator.release_freed_memory) goes back to the
-    system before every seed, so a sweep's earlier, larger run does not count in a later run's peak."""
-    events = []
-
-    def train(recipe, data, seed, seed_dir, **kwargs):
-        events.append(f"train {seed}")
-        final = {"val": {"rmse": 1.0}, "test": {"rmse": 2.0}}
-        metrics = {"seed": seed, "split": seed, "main_metric": "rmse", "num_parameters": 1, "best_epoch": 1, "final": final}
-        (seed_dir / "metrics.json").write_text(json.dumps(metrics))
-        return metrics
-
-    monkeypatch.setattr(experiment, "load_graph_dataset", lambda name, seed, progress, featurizer: "data")
-    monkeypatch.setattr(experiment, "train_graph_model", train)
-    monkeypatch.setattr(experiment, "release_freed_memory", lambda: events.append("release"))
-    recipe = build_recipe({"dataset": "esol", "task": "graph_regression", "model": {"name": "siggate_gt"},
-                           "seeds": [3, 4]})
-    experiment.run_recipe(recipe, tmp_path / "runs")
-    assert events == ["release", "train 3", "release", "train 4"]
-
-
 def _recording_run_recipe(calls):
     def run(recipe, out, *, seeds, force=False, progress=True, device="cpu", share=False):
         calls.append((recipe.name, list(seeds), force))

@@ -27,6 +27,8 @@ JEMALLOC_PURGING_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
 resident set follows the memory in use, at the price of page faults when it is touched again."""
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 def clean_env() -> dict:
     """This process's environment without any allocator choice the user made, for a fresh worker."""
     return {k: v for k, v in os.environ.items()
@@ -74,7 +76,8 @@ def measure(setting: str, recipe: str, steps: int, batch_size: int, atoms, batch
               "batches": batches}
     env = clean_env()
     if setting.startswith("jemalloc"):
-        env.update(LD_PRELOAD=str(jemalloc), MALLOC_CONF=JEMALLOC_PURGING_CONF if setting == "jemalloc-purging" else JEMALLOC_CONF)
+        conf = JEMALLOC_PURGING_CONF if setting == "jemalloc-purging" else JEMALLOC_CONF
+        env.update(LD_PRELOAD=str(jemalloc), MALLOC_CONF=conf)
     done = subprocess.run([sys.executable, "-m", "tools.benchmarks.allocator", json.dumps(config)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:

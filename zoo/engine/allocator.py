@@ -66,9 +66,9 @@ MALLCTL_ARENAS_ALL = 4096
 def release_freed_memory() -> str:
     """Give the memory the allocator keeps for reuse back to the system, and say how.
 
-    Called between the runs of a sweep (:func:`zoo.engine.experiment.run_recipe`): the kept
-    memory of one run (with jemalloc without purging, the largest it ever held) is of little use
-    to the next, whose tensors differ, and it would count in the next run's recorded peak
+    Called as a run starts and every few minutes of it (:func:`zoo.engine.epoch_loop.run_epochs`):
+    kept memory (with jemalloc without purging, the most the process ever held) is of little use
+    to tensors of other shapes, and an earlier run's would count in the next run's recorded peak
     (``peak_rss_bytes``). jemalloc purges every arena (``mallctl("arena.4096.purge")``); glibc
     trims its heaps (``malloc_trim(0)``); other C libraries are left alone.
 

@@ -42,7 +42,8 @@ LAST = "last.pt"
 CHECKPOINT_EVERY = 30.0  # seconds of training a kill can cost
 RELEASE_EVERY = 300.0
 """Seconds between returns of the allocator's kept memory to the system during a run
-(:func:`zoo.engine.allocator.release_freed_memory`), at an epoch's end or between batches. Kept
+(:func:`zoo.engine.allocator.release_freed_memory`), at an epoch's end or between batches; it is
+also released as a run starts, so a sweep's earlier, larger run does not count in its peak. Kept
 memory is what makes a step fast (no page faults on memory the last step freed), but over a long
 run of batches of varying shape the allocator keeps more than it reuses: a Peptides-func run's
 resident set rose epoch by epoch, 7.1 to 12.4 GB under jemalloc without purging (README
@@ -147,13 +148,13 @@ def run_epochs(
                dynamic_ncols=True)
     verify = True  # the first save of the run is read back with weights_only; later ones hold the same kinds
     saved_at = -math.inf
-    reset_peak()  # a sweep's earlier runs in this process do not count
+    release_freed_memory()  # a sweep's earlier runs in this process: their kept memory is not this run's
+    reset_peak()  # nor their peak
     released_at = time.perf_counter()
 
     def release() -> None:
         nonlocal released_at
         if time.perf_counter() - released_at >= release_every:
-            note_peak()
             release_freed_memory()
             released_at = time.perf_counter()
 

@@ -13,7 +13,6 @@ import yaml
 from zoo._atomic import atomic_write
 from zoo.analysis import format_summary, summarize_seeds
 from zoo.data import DatasetError, DatasetNotFoundError, load_card, load_graph_dataset, load_node_dataset
-from zoo.engine.allocator import release_freed_memory
 from zoo.engine.checkpoint import CheckpointError, write_json
 from zoo.engine.distributed import (all_sum, barrier, init_from_env, is_main, load_once_per_machine, main_first,
                                     requested_world_size, say)
@@ -120,7 +119,6 @@ def run_recipe(recipe: Recipe, out: str | Path = "runs", *, seeds: list[int] | N
                     _write_config(seed_dir, resolved)
                     record_environment(seed_dir, resumed=(seed_dir / LAST).exists())
                 try:
-                    release_freed_memory()  # an earlier run's kept memory is not this run's, nor its peak
                     metrics = train(recipe, data, seed, seed_dir, progress=progress, device=device)
                 except TrainingDiverged as err:  # every rank raises it (loss all-reduced, overflow agreed)
                     if rank0:
