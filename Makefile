@@ -38,7 +38,7 @@ train: $(STAMP)
 	$(PY) tools/train.py $(RECIPE) --out $(OUT) $(if $(EPOCHS),--epochs $(EPOCHS)) $(if $(SEEDS),--seeds $(SEEDS))
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
 
 # The small record of every finished seed of the studies README reports (see .gitignore), staged
 # for a commit so that a lost machine does not lose them; weights and TensorBoard events stay out.

@@ -8,15 +8,15 @@ train_cli = load_tool("train")
 
 
 def test_short_cora_run_writes_the_run_folder(offline_env, tmp_path, capsys):
-    args = [str(ROOT / "recipes/cora_gat.yaml"), "--seeds", "0-1", "--epochs", "30", "--out", str(tmp_path), "--quiet"]
+    args = [str(ROOT / "recipes/cora_gat.yaml"), "--seeds", "0-1", "--epochs", "10", "--out", str(tmp_path), "--quiet"]
     assert train_cli.main(args) == 0
     (base,) = (tmp_path / "cora_gat").iterdir()
     for seed in (0, 1):
         seed_dir = base / f"seed{seed}"
         assert {"config.yaml", "environment.json", "metrics.json", "best.pt", "tensorboard"} <= {p.name for p in seed_dir.iterdir()}
         metrics = json.loads((seed_dir / "metrics.json").read_text())
-        assert metrics["epochs_run"] <= 30 and len(metrics["curves"]) == metrics["epochs_run"]
-        # 30 epochs of GAT on Cora is far above chance (1/7) on the test split
+        assert metrics["epochs_run"] <= 10 and len(metrics["curves"]) == metrics["epochs_run"]
+        # 10 epochs of GAT on Cora is far above chance (1/7) on the test split (about 0.79 on one CPU)
         assert metrics["final"]["test"]["accuracy"] > 0.6
     summary = json.loads((base / "summary.json").read_text())
     assert summary["seeds"] == [0, 1] and summary["metrics"]["test"]["accuracy"]["n"] == 2
