@@ -1,5 +1,8 @@
 """SigGate-GT diagnostics against hand-computed cases, a hand-set gate and a dense float64
 re-computation of every layer's attention, gate, stable rank and MAD from its recorded input."""
+import re
+import sys
+
 import dgl
 import numpy as np
 import pytest
@@ -7,6 +10,7 @@ import torch
 from sklearn.metrics import pairwise_distances
 
 from tools.benchmarks.models import random_molecules
+from zoo import _progress
 from zoo.analysis.gate_diagnostics import _by_size, gate_diagnostics, graph_stable_ranks, stable_rank
 from zoo.models import create_model
 
@@ -173,12 +177,26 @@ def test_graphs_are_regrouped_by_size_in_batches_as_large_as_the_first():
     sizes = [14, 5, 9, 30, 7, 9, 21]
     graphs = [random_molecules(1, atoms=n, bonds=n, seed=n) for n in sizes]
     loader = [(dgl.batch(graphs[:3]), None), (dgl.batch(graphs[3:5]), None), (dgl.batch(graphs[5:]), None)]
-    regrouped = list(_by_size(loader, None))
-    assert [g.batch_num_nodes().tolist() for g in regrouped] == [[5, 7, 9], [9, 14, 21], [30]]
-    assert [g.batch_num_nodes().tolist() for g in _by_size(loader, 2)] == [[5, 7, 9], [14, 30]]
+    regrouped = _by_size(loader, None)
+    assert [[g.num_nodes() for g in chunk] for chunk in regrouped] == [[5, 7, 9], [9, 14, 21], [30]]
+    assert [[g.num_nodes() for g in chunk] for chunk in _by_size(loader, 2)] == [[5, 7, 9], [14, 30]]
     feats = sorted(dgl.unbatch(dgl.batch(graphs)), key=lambda g: g.num_nodes())
-    for got, want in zip([g for batch in regrouped for g in dgl.unbatch(batch)], feats):
+    for got, want in zip([g for chunk in regrouped for g in chunk], feats):
         assert all(torch.equal(got.ndata[key], want.ndata[key]) for key in want.ndata)
+
+
+def test_progress_counts_the_graphs_done(capsys, monkeypatch):
+    """Seven graphs regrouped into chunks of 3, 3 and 1: in a log (LINE_EVERY 0), a line after each
+    chunk but the last, under the given label; the same rows as without progress; nothing unasked."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)
+    graphs = [random_molecules(1, atoms=n, bonds=n, seed=n) for n in (14, 5, 9, 30, 7, 9, 21)]
+    loader = [(dgl.batch(graphs[:3]), None), (dgl.batch(graphs[3:5]), None), (dgl.batch(graphs[5:]), None)]
+    model = create_model("siggate_gt", dim=16, heads=2, layers=1, local="gine", pe="rwse", rwse_k=20, dim_pe=4)
+    shown = gate_diagnostics(model, loader, progress="diagnostics, test split")
+    lines = [re.sub(r"[0-9]+ s$", "N s", line) for line in capsys.readouterr().err.splitlines()]
+    assert lines == ["diagnostics, test split: 3/7 graphs, N s", "diagnostics, test split: 6/7 graphs, N s"]
+    assert gate_diagnostics(model, loader) == shown and capsys.readouterr().err == ""
 
 
 def test_rows_carry_the_layer_index_per_head():

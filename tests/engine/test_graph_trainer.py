@@ -142,7 +142,9 @@ def test_shannon_prior_pulls_q_back_and_a_too_long_warm_up_is_refused(esol, tmp_
 def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys, monkeypatch):
     """A long epoch shows how far it is: 64 training molecules in batches of 16 are 4 batches. On a
     terminal, a bar; in a log (LINE_EVERY 0 here), a line after each batch but the last, then the
-    epoch's line; with progress off, nothing."""
+    epoch's line, and after the last epoch the same for the best epoch's scores on the training
+    set (the 8 validation and 8 test molecules are one batch each, so no line); with progress off,
+    nothing."""
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "terminal", progress=True)
     err = capsys.readouterr().err
@@ -155,7 +157,8 @@ def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys, monke
     assert lines == [line for epoch in (0, 1) for line in
                      [f"esol_tiny seed 0, epoch {epoch}: {k}/4 batches, N s" for k in (1, 2, 3)]
                      + [f"esol_tiny seed 0, epoch {epoch} ({epoch + 1}/2): train_loss X, val_mae X "
-                        "(N s of training, peak N GB resident)"]]
+                        "(N s of training, peak N GB resident)"]] + \
+        [f"esol_tiny seed 0, best epoch's train scores: {k}/4 batches, N s" for k in (1, 2, 3)]
     peak = json.loads((tmp_path / "log" / "metrics.json").read_text())["peak_rss_bytes"]
     assert 100e6 < peak < 100e9  # a process with torch and DGL loaded, in bytes
     assert train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "quiet", progress=False) and \

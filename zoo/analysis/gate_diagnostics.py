@@ -19,11 +19,10 @@
 """
 from __future__ import annotations
 
-from typing import Iterator
-
 import dgl
 import torch
 
+from zoo._progress import progress as show_progress
 from zoo.analysis.oversmoothing import MeanAverageDistance
 
 NEAR_ZERO, NEAR_ONE = 0.1, 0.9
@@ -113,11 +112,12 @@ def _forget(attn) -> None:
     attn.last_attn = attn.last_mask = attn.last_gate = attn.last_heads = attn.last_heads_ungated = None
 
 
-def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict]:
+def gate_diagnostics(model, loader, max_batches: int | None = None, progress: str | None = None) -> list[dict]:
     """Per-layer diagnostics (see the module docstring) of a GPS model (a
     :class:`zoo.models.HasGPSLayers`) over the graphs of the batches ``(graphs, targets)`` of
     ``loader`` (the first ``max_batches`` only, if given; regrouped by size, :func:`_by_size`), in
-    eval mode; each row also says how many ``graphs`` it covers.
+    eval mode; each row also says how many ``graphs`` it covers. With a ``progress`` label, the
+    graphs done are shown under it (:mod:`zoo._progress`: a bar, or a line a minute in a log).
 
     >>> from zoo.data import load_graph_dataset, make_dataloaders
     >>> from zoo.models.registry import create_model
@@ -151,9 +151,11 @@ def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict
     model.eval()
     try:
         with torch.no_grad():
-            for graphs in _by_size(loader, max_batches):
-                model(graphs)
-                graphs_seen += graphs.batch_size
+            chunks = _by_size(loader, max_batches)
+            for chunk in show_progress(chunks, progress or "", sum(map(len, chunks)), enabled=progress is not None,
+                                       unit="graphs", size=len):
+                model(dgl.batch(chunk))
+                graphs_seen += len(chunk)
     finally:
         for hook in hooks:
             hook.remove()
@@ -167,12 +169,12 @@ def gate_diagnostics(model, loader, max_batches: int | None = None) -> list[dict
             for i, (record, layer) in enumerate(zip(records, layers))]
 
 
-def _by_size(loader, max_batches: int | None) -> Iterator[dgl.DGLGraph]:
-    """The graphs of ``loader``'s batches (the first ``max_batches``) in order of size, batched as
-    many to a batch as the loader's first. In eval mode a GPS model treats each graph on its own,
-    so this changes no graph's values; it only shrinks the padding of the recorded ``[B, H, L, L]``
-    blocks, which the largest graph of a batch sets (on Peptides-func's 10-444 nodes most of a
-    loader batch's block is padding)."""
+def _by_size(loader, max_batches: int | None) -> list[list[dgl.DGLGraph]]:
+    """The graphs of ``loader``'s batches (the first ``max_batches``) in order of size, in chunks of
+    as many as the loader's first batch, each chunk to be batched. In eval mode a GPS model treats
+    each graph on its own, so this changes no graph's values; it only shrinks the padding of the
+    recorded ``[B, H, L, L]`` blocks, which the largest graph of a batch sets (on Peptides-func's
+    10-444 nodes most of a loader batch's block is padding)."""
     graphs, batch_size = [], None
     for index, (batch, _) in enumerate(loader):
         if index == max_batches:
@@ -180,8 +182,7 @@ def _by_size(loader, max_batches: int | None) -> Iterator[dgl.DGLGraph]:
         batch_size = batch_size or batch.batch_size
         graphs.extend(dgl.unbatch(batch))
     graphs.sort(key=lambda graph: graph.num_nodes())
-    for start in range(0, len(graphs), batch_size or 1):
-        yield dgl.batch(graphs[start:start + batch_size])
+    return [graphs[start:start + batch_size] for start in range(0, len(graphs), batch_size or 1)]
 
 
 def learned_index(attn) -> dict[str, list[float]]:

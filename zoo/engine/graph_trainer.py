@@ -75,13 +75,16 @@ def split_scores(output: torch.Tensor, target: torch.Tensor, task: str, metrics:
                                                                  for name in metrics}}
 
 
-def predict(model, loader, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def predict(model, loader, device: str | torch.device = "cpu",
+            progress: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Model outputs and targets over a whole loader, in loader order (eval mode, no grad), on the
-    CPU; the batches run on ``device`` (the model's), through :func:`outputs_or_nan`."""
+    CPU; the batches run on ``device`` (the model's), through :func:`outputs_or_nan`. With a
+    ``progress`` label, the batches done are shown under it (:mod:`zoo._progress`)."""
     model.eval()
     outputs, targets = [], []
     with torch.no_grad():
-        for graphs, target in loader:
+        for graphs, target in show_progress(loader, progress or "", enabled=progress is not None, unit="batches",
+                                            bar_every=BAR_EVERY):
             outputs.append(outputs_or_nan(model, graphs.to(device), target.shape[1]))
             targets.append(target)
     return torch.cat(outputs), torch.cat(targets)
@@ -223,10 +226,14 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
             checkpoints.done(step, {"total": total, "count": count})
         return {"train_loss": total / count, "lr": optimizer.param_groups[0]["lr"], **index_trajectory(model)}
 
+    def shown(stage: str) -> str | None:  # the progress label of an evaluation stage, None when quiet
+        return f"{recipe.name} seed {seed}, {stage}" if progress and is_main() else None
+
     def evaluate() -> dict:
         row = {}
         for split in ("val", "test"):
-            output, target = sharded_predict(partial(predict, device=device), model, loaders[split])
+            output, target = sharded_predict(partial(predict, device=device, progress=shown(f"{split} evaluation")),
+                                             model, loaders[split])
             scores = split_scores(output, target, data.task, (metric,))
             row.update({f"{split}_{key}": value for key, value in scores.items()})  # run_epochs says so if NaN
         return row
@@ -241,13 +248,14 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     model.load_state_dict(state["best_model"])
     final = {}
     for split, loader in loaders.items():
-        output, target = sharded_predict(partial(predict, device=device), model, loader)
+        shown_as = shown(f"best epoch's {split} scores")
+        output, target = sharded_predict(partial(predict, device=device, progress=shown_as), model, loader)
         final[split] = split_scores(output, target, data.task, tuple(dict.fromkeys((metric, *extra_metrics))))
     if not is_main():
         return {}
     save_checkpoint({"model": state["best_model"], "recipe": recipe.to_dict(), "epoch": state["best_epoch"]},
                     run_dir / "best.pt")
-    diagnostics = _gate_diagnostics(model.cpu(), loaders, "test", run_dir)
+    diagnostics = _gate_diagnostics(model.cpu(), loaders, "test", run_dir, progress=shown("gate diagnostics"))
     metrics = {
         "seed": seed, "split": 0, "dataset": recipe.dataset, "main_metric": metric, "monitor": monitor,
         "split_source": data.split_source, "split_sizes": data.sizes,
@@ -263,14 +271,17 @@ def train_graph_model(recipe: Recipe, data, seed: int, run_dir: str | Path, *, p
     return metrics
 
 
-def _gate_diagnostics(model, loaders: dict, split: str, run_dir: Path) -> list[dict] | None:
+def _gate_diagnostics(model, loaders: dict, split: str, run_dir: Path,
+                      progress: str | None = None) -> list[dict] | None:
     """GPS / SigGate-GT mechanism diagnostics (gate statistics, attention entropy, MAD, stable rank
     per layer: :func:`zoo.analysis.gate_diagnostics.gate_diagnostics`) of the selected model on every
-    graph of ``loaders[split]`` (each row names the split), also to TensorBoard."""
+    graph of ``loaders[split]`` (each row names the split), also to TensorBoard; the graphs done are
+    shown under the ``progress`` label, if given."""
     if not isinstance(model, HasGPSLayers):
         return None
     try:
-        report = [{**row, "split": split} for row in gate_diagnostics(model, loaders[split])]
+        label = progress and f"{progress}, {split} split"
+        report = [{**row, "split": split} for row in gate_diagnostics(model, loaders[split], progress=label)]
     except NonFiniteScores as err:  # the selected model overflows on a graph of the split (its metrics say so)
         print(f"no gate diagnostics: the selected model's attention {err}, on the {split} split")
         return None
