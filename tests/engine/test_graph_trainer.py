@@ -28,11 +28,11 @@ def esol(zoo_data, zoo_cache):
                             cache_root=zoo_cache, progress=False)
 
 
-def _recipe(epochs=4):
+def _recipe(epochs=4, batch_size=16):
     return build_recipe({"dataset": "esol", "name": "esol_tiny", "task": "graph_regression",
                          "model": {"name": "siggate_gt", "dim": 16, "heads": 2, "layers": 1, "local": "gine",
                                    "pe": "rwse", "rwse_k": 4, "dim_pe": 4},
-                         "optim": {"optimizer": "adamw", "lr": 3e-3, "epochs": epochs, "batch_size": 16,
+                         "optim": {"optimizer": "adamw", "lr": 3e-3, "epochs": epochs, "batch_size": batch_size,
                                    "scheduler": "cosine", "warmup_epochs": 1}})
 
 
@@ -163,6 +163,22 @@ def test_progress_counts_the_batches_of_each_epoch(esol, tmp_path, capsys, monke
     assert 100e6 < peak < 100e9  # a process with torch and DGL loaded, in bytes
     assert train_graph_model(_recipe(epochs=2), esol, 0, tmp_path / "quiet", progress=False) and \
         capsys.readouterr().err == ""
+
+
+def test_evaluations_and_the_end_of_run_diagnostics_show_progress(esol, tmp_path, capsys, monkeypatch):
+    """In batches of 4, the 8 validation and 8 test molecules are 2 batches each: in a log, a line
+    after the first batch of each evaluation, of the best epoch's scores on every split, and after
+    the first 4 test graphs of the gate diagnostics."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)
+    train_graph_model(_recipe(epochs=1, batch_size=4), esol, 0, tmp_path, progress=True)
+    lines = [re.sub(r"[0-9]+ s$", "N s", line) for line in capsys.readouterr().err.splitlines()
+             if ", epoch 0" not in line]  # not the training batches' lines nor the epoch's line
+    assert lines == ["esol_tiny seed 0, val evaluation: 1/2 batches, N s",
+                     "esol_tiny seed 0, test evaluation: 1/2 batches, N s"] \
+        + [f"esol_tiny seed 0, best epoch's train scores: {k}/16 batches, N s" for k in range(1, 16)] \
+        + [f"esol_tiny seed 0, best epoch's {split} scores: 1/2 batches, N s" for split in ("val", "test")] \
+        + ["esol_tiny seed 0, gate diagnostics, test split: 4/8 graphs, N s"]
 
 
 class _Poisoned(HasPositionalEncodings, torch.nn.Module):
