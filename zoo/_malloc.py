@@ -3,11 +3,12 @@
 jemalloc without purging was faster than glibc or level with it on every workload measured here,
 with a lower peak than glibc told to keep freed memory, except ``sparsegate_gt`` on ZINC-SMILES,
 whose resident set it took to 20.2 GB in two epochs against 1.73 GB in 30 with glibc (README
-"Training"; use ``ZOO_MALLOC=glibc`` there). It has to be preloaded before the process starts. The training tools (train, sweep, tune, csbm_sweep,
-finetune) call :func:`preload_jemalloc` first thing: where the system has jemalloc and the user chose nothing,
-it runs the same command again in the same process (``exec``: same pid, interpreter flags and
-arguments) with jemalloc preloaded. Without jemalloc,
-:func:`zoo.engine.allocator.keep_freed_memory` tells glibc to keep freed memory instead.
+"Training"; use ``ZOO_MALLOC=glibc`` there). It has to be preloaded before the process starts.
+The training tools (train, sweep, tune, csbm_sweep, finetune) call :func:`preload_jemalloc` first
+thing: where the system has jemalloc and the user chose nothing, it runs the same command again in
+the same process (``exec``: same pid, interpreter flags and arguments) with jemalloc preloaded.
+Without jemalloc, :func:`zoo.engine.allocator.keep_freed_memory` tells glibc to keep freed memory
+instead.
 
 ``ZOO_MALLOC`` chooses: unset, jemalloc where found, else glibc kept; ``jemalloc``, jemalloc or an
 error; ``glibc``, glibc kept; ``default``, glibc's defaults. ``ZOO_JEMALLOC=PATH`` names a
