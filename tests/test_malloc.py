@@ -71,7 +71,7 @@ def test_the_rerun_is_the_same_process_with_the_library_preloaded(loaded_libc):
     before, again, after = (json.loads(line) for line in done.stdout.splitlines())
     assert before == {"pid": before["pid"], "preload": None} and again == {"pid": before["pid"], "preload": library}
     assert after == {"pid": before["pid"], "args": ["a", "--b"], "no_bytecode": 1, "conf": _malloc.JEMALLOC_CONF,
-                     "setting": f"left as set (LD_PRELOAD={library})"}
+                     "setting": f"left as set (LD_PRELOAD={library}; MALLOC_CONF={_malloc.JEMALLOC_CONF})"}
     assert f"malloc: jemalloc without purging ({library})" in done.stderr
 
 

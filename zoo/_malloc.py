@@ -1,10 +1,10 @@
 """The choice of malloc, made before a training process loads torch (a helper below every floor).
 
 jemalloc without purging was faster than glibc or level with it on every workload measured here,
-with a lower peak than glibc told to keep freed memory, except ``sparsegate_gt`` on ZINC-SMILES,
-whose resident set it took to 20.2 GB in two epochs against 1.73 GB in 30 with glibc (README
-"Training"; use ``ZOO_MALLOC=glibc`` there). It has to be preloaded before the process starts.
-The training tools (train, sweep, tune, csbm_sweep, finetune) call :func:`preload_jemalloc` first
+with a lower peak than glibc told to keep freed memory. It also reuses freed memory for smaller
+blocks (``lg_extent_max_active_fit``, :data:`JEMALLOC_CONF`): without that, ``sparsegate_gt`` on
+ZINC-SMILES reached 20.2 GB in two epochs against 1.73 GB in 30 with glibc (README "Training").
+It has to be preloaded before the process starts. The training tools (train, sweep, tune, csbm_sweep, finetune) call :func:`preload_jemalloc` first
 thing: where the system has jemalloc and the user chose nothing, it runs the same command again in
 the same process (``exec``: same pid, interpreter flags and arguments) with jemalloc preloaded.
 Without jemalloc, :func:`zoo.engine.allocator.keep_freed_memory` tells glibc to keep freed memory
@@ -22,8 +22,11 @@ import os
 import sys
 from pathlib import Path
 
-JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
-"""jemalloc's ``MALLOC_CONF`` without purging: freed pages stay with the process for reuse."""
+JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1,lg_extent_max_active_fit:32"
+"""jemalloc's ``MALLOC_CONF`` without purging: freed pages stay with the process for reuse, for
+blocks of any smaller size. jemalloc's default (6) splits a free extent only for a request at
+least 1/64 of its size; with purging off, freed neighbours coalesce into extents of hundreds of MB
+that small blocks then pass over for new pages (jemalloc 5.1+; older ones warn and ignore it)."""
 ZOO_MALLOC_CHOICES = ("jemalloc", "glibc", "default")
 
 
@@ -41,17 +44,17 @@ def chooses_allocator(name: str) -> bool:
 
 
 def user_choice(environ) -> str | None:
-    """The variable by which the user already chose an allocator setting, as ``NAME=value``.
+    """The variables by which the user already chose an allocator setting, as ``NAME=value``
+    joined by ``"; "``, or None.
 
-    >>> user_choice({"LD_PRELOAD": "/opt/libjemalloc.so.2", "PATH": "/bin"}), user_choice({})
-    ('LD_PRELOAD=/opt/libjemalloc.so.2', None)
+    >>> user_choice({"LD_PRELOAD": "/opt/libjemalloc.so.2", "MALLOC_CONF": "narenas:1", "PATH": "/bin"})
+    'LD_PRELOAD=/opt/libjemalloc.so.2; MALLOC_CONF=narenas:1'
+    >>> user_choice({}) is None
+    True
     """
     if environ.get("ZOO_MALLOC") == "default":
         return "ZOO_MALLOC=default"
-    for name in sorted(environ):
-        if chooses_allocator(name):
-            return f"{name}={environ[name]}"
-    return None
+    return "; ".join(f"{name}={environ[name]}" for name in sorted(environ) if chooses_allocator(name)) or None
 
 
 def jemalloc_environment(environ) -> dict[str, str] | None:

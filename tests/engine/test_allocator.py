@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("environ, named", [
     ({"ZOO_MALLOC": "default"}, "ZOO_MALLOC=default"),
     ({"MALLOC_ARENA_MAX": "2"}, "MALLOC_ARENA_MAX=2"),
-    ({"LD_PRELOAD": "/opt/libjemalloc.so.2", "MALLOC_CONF": "dirty_decay_ms:-1"}, "LD_PRELOAD=/opt/libjemalloc.so.2"),
+    ({"LD_PRELOAD": "/opt/libjemalloc.so.2", "MALLOC_CONF": "dirty_decay_ms:-1"},
+     "LD_PRELOAD=/opt/libjemalloc.so.2; MALLOC_CONF=dirty_decay_ms:-1"),
     ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}, "GLIBC_TUNABLES=glibc.malloc.trim_threshold=0"),
 ])
 def test_a_user_choice_is_left_alone_and_named(environ, named, monkeypatch):
@@ -104,9 +105,10 @@ def test_the_benchmark_compares_fresh_default_kept_and_preloaded_processes(capsy
     assert [row["setting"] for row in rows] == [
         "glibc defaults (keep_freed_memory not called)",
         f"glibc mallopt: mmap_max {allocator.MMAP_MAX}, trim_threshold {allocator.TRIM_THRESHOLD}",
-        f"left as set (LD_PRELOAD={library})", f"left as set (LD_PRELOAD={library})"]
+        f"left as set (LD_PRELOAD={library}; MALLOC_CONF={JEMALLOC_CONF})",
+        f"left as set (LD_PRELOAD={library}; MALLOC_CONF={allocator_benchmark.JEMALLOC_PURGING_CONF})"]
     assert [row["malloc_conf"] for row in rows] == [
-        None, None, "dirty_decay_ms:-1,muzzy_decay_ms:-1", "dirty_decay_ms:1000,muzzy_decay_ms:0"]
+        None, None, JEMALLOC_CONF, allocator_benchmark.JEMALLOC_PURGING_CONF]
     assert all(row["ms"] > 0 and row["faults"] >= 0 and row["peak_mb"] > 0 for row in rows), rows
     assert "| 0 | default |" in out and "| 0 | kept |" in out
     assert "| 0 | jemalloc |" in out and "| 0 | jemalloc-purging |" in out
@@ -124,35 +126,66 @@ def test_released_memory_leaves_the_glibc_heap():
     assert kept["heap"] - released["heap"] >= 60 << 20, (kept, released)
 
 
-_JEMALLOC_PROBE = """
+_JEMALLOC = """
 import ctypes, json
-from zoo.engine.allocator import release_freed_memory
 process = ctypes.CDLL(None)
-process.malloc.restype, process.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+process.malloc.restype, process.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+process.free.argtypes = [ctypes.c_void_p]
 def resident():
     epoch = ctypes.c_uint64(1)
     process.mallctl(b"epoch", None, None, ctypes.byref(epoch), ctypes.c_size_t(8))  # refresh the statistics
     value, size = ctypes.c_size_t(0), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
     assert process.mallctl(b"stats.resident", ctypes.byref(value), ctypes.byref(size), None, ctypes.c_size_t(0)) == 0
     return value.value
-block = process.malloc(64 << 20); ctypes.memset(block, 1, 64 << 20); process.free(block)
+def touched(n):
+    block = process.malloc(n)
+    ctypes.memset(block, 1, n)
+    return block
+"""
+
+_JEMALLOC_RELEASE = _JEMALLOC + """
+from zoo.engine.allocator import release_freed_memory
+process.free(touched(64 << 20))
 kept = resident()
 said = release_freed_memory()
 print(json.dumps([kept, resident(), said]))
 """
 
+_JEMALLOC_REUSE = _JEMALLOC + """
+for block in [touched(4 << 20) for _ in range(64)]:  # 256 MiB, freed: dirty extents that coalesce
+    process.free(block)
+before = resident()
+live = [touched(64 << 10) for _ in range(2048)]  # then 128 MiB in 64 KiB blocks, kept live
+print(json.dumps(resident() - before))
+"""
 
-def test_released_memory_leaves_jemalloc_without_purging():
-    """jemalloc without purging keeps a freed, touched 64 MiB block resident; released, its arenas
-    are purged. jemalloc's own statistics (``stats.resident``); needs a jemalloc (``ZOO_JEMALLOC``
-    or the system's), so it skips where there is none, as in CI."""
+
+def _under_jemalloc(code: str, conf: str):
+    """What ``code`` prints (JSON), run in a fresh process with jemalloc preloaded under ``conf``;
+    skips where there is no jemalloc (``ZOO_JEMALLOC`` or the system's), as in CI."""
     library = os.environ.get("ZOO_JEMALLOC") or ctypes.util.find_library("jemalloc")
     if not library:
         pytest.skip("no jemalloc here (set ZOO_JEMALLOC=PATH to libjemalloc.so.2)")
-    env = dict(allocator_benchmark.clean_env(), LD_PRELOAD=library, MALLOC_CONF=JEMALLOC_CONF)  # as the tools set it
-    done = subprocess.run([sys.executable, "-c", _JEMALLOC_PROBE], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=env)
+    env = dict(allocator_benchmark.clean_env(), LD_PRELOAD=library, MALLOC_CONF=conf)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
-    kept, released, said = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def test_released_memory_leaves_jemalloc_without_purging():
+    """jemalloc without purging, as the tools set it, keeps a freed, touched 64 MiB block resident;
+    released, its arenas are purged. jemalloc's own statistics (``stats.resident``)."""
+    kept, released, said = _under_jemalloc(_JEMALLOC_RELEASE, JEMALLOC_CONF)
     assert said == "jemalloc: arenas purged"
     assert kept - released >= 60 << 20, (kept, released)
+
+
+def test_jemalloc_reuses_coalesced_free_memory_for_smaller_blocks():
+    """Without purging, freed neighbours coalesce into large dirty extents. jemalloc's default
+    (``lg_extent_max_active_fit:6``) will not split one more than 64 times the request, so 128 MiB
+    of 64 KiB blocks came from new pages beside 256 MiB of free ones: how ``sparsegate_gt`` on
+    ZINC-SMILES reached 20 GB (README "Training"). The tools' setting reuses them."""
+    without_fit = ",".join(o for o in JEMALLOC_CONF.split(",") if not o.startswith("lg_extent_max_active_fit"))
+    assert without_fit != JEMALLOC_CONF
+    assert _under_jemalloc(_JEMALLOC_REUSE, without_fit) >= 120 << 20  # the defect, seen by this probe
+    assert _under_jemalloc(_JEMALLOC_REUSE, JEMALLOC_CONF) <= 8 << 20

@@ -33,18 +33,20 @@ from zoo.analysis.tables import LOWER_IS_BETTER, in_run_order
 
 
 def allocator_label(setting: str) -> str:
-    """A short name for a recorded malloc setting: the preloaded library's file name, the variable
-    the user set, or glibc's ``mallopt`` values.
+    """A short name for a recorded malloc setting: the preloaded library's file name and the other
+    variables the user set, or glibc's ``mallopt`` values.
 
     >>> allocator_label("left as set (LD_PRELOAD=/tmp/jemalloc/usr/lib/x86_64-linux-gnu/libjemalloc.so.2)")
     'libjemalloc.so.2'
+    >>> allocator_label("left as set (LD_PRELOAD=/opt/libjemalloc.so.2; MALLOC_CONF=narenas:1)")
+    'libjemalloc.so.2; MALLOC_CONF=narenas:1'
     >>> allocator_label("glibc mallopt: mmap_max 0, trim_threshold 2147483647")
     'glibc mmap_max 0, trim_threshold 2147483647'
     """
     if setting.startswith("left as set (") and setting.endswith(")"):
-        chosen = setting.removeprefix("left as set (").removesuffix(")")
-        name, _, value = chosen.partition("=")
-        return Path(value).name if name == "LD_PRELOAD" else chosen
+        chosen = setting.removeprefix("left as set (").removesuffix(")").split("; ")
+        return "; ".join(Path(item.partition("=")[2]).name if item.startswith("LD_PRELOAD=") else item
+                         for item in chosen)
     return setting.replace("glibc mallopt: ", "glibc ")
 
 
