@@ -4,11 +4,11 @@ jemalloc without purging was faster than glibc or level with it on every workloa
 with a lower peak than glibc told to keep freed memory. It also reuses freed memory for smaller
 blocks (``lg_extent_max_active_fit``, :data:`JEMALLOC_CONF`): without that, ``sparsegate_gt`` on
 ZINC-SMILES reached 20.2 GB in two epochs against 1.73 GB in 30 with glibc (README "Training").
-It has to be preloaded before the process starts. The training tools (train, sweep, tune, csbm_sweep, finetune) call :func:`preload_jemalloc` first
-thing: where the system has jemalloc and the user chose nothing, it runs the same command again in
-the same process (``exec``: same pid, interpreter flags and arguments) with jemalloc preloaded.
-Without jemalloc, :func:`zoo.engine.allocator.keep_freed_memory` tells glibc to keep freed memory
-instead.
+It has to be preloaded before the process starts. The training tools (train, sweep, tune,
+csbm_sweep, finetune) call :func:`preload_jemalloc` first thing: where the system has jemalloc and
+the user chose nothing, it runs the same command again in the same process (``exec``: same pid,
+interpreter flags and arguments) with jemalloc preloaded. Without jemalloc,
+:func:`zoo.engine.allocator.keep_freed_memory` tells glibc to keep freed memory instead.
 
 ``ZOO_MALLOC`` chooses: unset, jemalloc where found, else glibc kept; ``jemalloc``, jemalloc or an
 error; ``glibc``, glibc kept; ``default``, glibc's defaults. ``ZOO_JEMALLOC=PATH`` names a
