@@ -226,3 +226,18 @@ def test_softmax_only_runs_get_one_line_for_their_zeros(tmp_path):
     # by hand: layer 3 holds 2 x 0.2% and 2 x 0.4%, mean 0.6% over the seeds
     assert "at most 0.6% of a layer's (zinc_cpu_no_gate on zinc_smiles, layer 3)" in section
     assert "| zinc_cpu_no_gate |" not in section
+
+
+def test_depth_rows_sharing_an_architecture_are_named_by_their_report_rows(tmp_path):
+    root = tmp_path / "runs"
+    sparse = {"name": "sparsegate_gt", "dim": 8}
+    for name, model, mad in (("sparse_q", {**sparse, "normaliser": "qsoftmax"}, 0.5),
+                             ("sparse_entmax", {**sparse, "normaliser": "entmax"}, 0.25),
+                             ("plain_gps", {"name": "gps", "dim": 8}, 0.75)):
+        _write(root, name, model, 0, [_layer(k, 0.9, mad, 2.0, 2.0, [1.0, 1.0]) for k in range(2)], 0.1,
+               config_hash=name.ljust(10, "0"))
+    text = render_mechanism(collect_runs(root))
+    for row in ("| sparsegate_gt (sparse_q) | MAD | 0.500 |", "| sparsegate_gt (sparse_entmax) | MAD | 0.250 |",
+                "| gps | MAD | 0.750 |"):
+        assert row in text, row
+    assert not re.search(r"\[[0-9a-f]{6}\]", text)  # no hash where the report rows tell the rows apart

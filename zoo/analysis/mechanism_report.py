@@ -299,13 +299,13 @@ def _render_depth(table: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
         scale = 100.0 if metric in PERCENT_METRICS else 1.0
         digits = ".2f" if scale == 100.0 else ".4f"
         labels = block.index.droplevel("depth").unique()
-        twice = {v for v, _ in labels if sum(1 for w, _ in labels if w == v) > 1}
+        names = _row_names(block, labels)
         rows = []
         kept = f"MAD % of {depths[0]} layers"
         for quantity in ("MAD", kept, metric):
             for label, family in labels:
                 cells = block.xs((label, family), level=["variant", "family"])
-                name = f"{label} [{family}]" if label in twice else label
+                name = names[label, family]
                 paper = PAPER_TABLE_12.get(label, {}) if dataset in PAPER_DATASETS else {}
 
                 def cell(d):
@@ -328,7 +328,7 @@ def _render_depth(table: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
             if pairs.empty or (dataset, label, family) not in pairs.index.droplevel("depth"):
                 continue
             tested = pairs.xs((dataset, label, family), level=["dataset", "variant", "family"])
-            name = f"{label} [{family}]" if label in twice else label
+            name = names[label, family]
             reference = "G1" if tested.reference.iloc[0] == G1 else tested.reference.iloc[0]
             rows.append([name, f"{reference} − this row, {metric}, paired (test p, Holm)"] + [
                 f"{scale * tested.loc[d, 'diff']:+{digits}} ({tested.loc[d, 'test']} {tested.loc[d, 'p']:.3f}, "
@@ -336,6 +336,16 @@ def _render_depth(table: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
         lines += ["", f"{dataset} (recipes: {'; '.join(sorted(set(block.models)))})", ""]
         lines += markdown_table(["model", "", *(f"{d} layers" for d in depths)], rows)
     return lines[1:]
+
+
+def _row_names(block: pd.DataFrame, labels: pd.Index) -> dict[tuple[str, str], str]:
+    """Each (variant, family) row's name: the variant, and where two rows share it, the report rows
+    (``models``) its runs came from, then the family hash if even those coincide."""
+    shared = {v for v, _ in labels if sum(1 for w, _ in labels if w == v) > 1}
+    models = {(v, f): ", ".join(sorted({m for cell in block.xs((v, f), level=["variant", "family"]).models
+                                         for m in cell.split(", ")})) for v, f in labels}
+    names = {(v, f): f"{v} ({models[v, f]})" if v in shared else v for v, f in labels}
+    return {key: f"{name} [{key[1]}]" if list(names.values()).count(name) > 1 else name for key, name in names.items()}
 
 
 def _printed(value: float | None, spec: str) -> str | None:
@@ -398,7 +408,8 @@ def render_mechanism(runs: pd.DataFrame) -> str:
          "MAD (Chen et al. 2020, cosine, pairs within a graph) of the last layer's output on the test set, "
          "mean ± sd over seeds; MAD % of the shallowest depth: that depth's MAD kept, as the paper's Section 8.3 "
          "(its 73% and 51% are 16 over 4 layers); the metric is the test main metric (mean ± sd). Runs whose "
-         "recipes differ only in model.layers share a row; paired: SigGate-GT's test metric (G1; else the first "
+         "recipes differ only in model.layers share a row, named by its architecture, and by its report rows (in "
+         "parentheses) where two rows share an architecture; paired: SigGate-GT's test metric (G1; else the first "
          "row's) minus the row's, on the seeds both have at that depth, mean, with the paired test (t; wilcoxon "
          "where Shapiro rejects normality), its p, and that p Holm-corrected over the row's depths. "
          "[bracketed], on ZINC and ZINC-SMILES: the SigGate-GT paper's Table 12 (canonical ZINC, 2000 epochs; "
