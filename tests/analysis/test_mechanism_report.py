@@ -241,3 +241,12 @@ def test_depth_rows_sharing_an_architecture_are_named_by_their_report_rows(tmp_p
                 "| gps | MAD | 0.750 |"):
         assert row in text, row
     assert not re.search(r"\[[0-9a-f]{6}\]", text)  # no hash where the report rows tell the rows apart
+
+
+def test_depth_rows_from_one_report_row_keep_their_config_hash(tmp_path):
+    root = tmp_path / "runs"
+    for seed, normaliser, config_hash in ((0, "qsoftmax", "aaaaaaaaaa"), (1, "entmax", "bbbbbbbbbb")):
+        _write(root, "sparse", {"name": "sparsegate_gt", "dim": 8, "normaliser": normaliser}, seed,
+               [_layer(k, 0.9, 0.5, 2.0, 2.0, [1.0, 1.0]) for k in range(2)], 0.1, config_hash=config_hash)
+    text = render_mechanism(collect_runs(root))
+    assert len(set(re.findall(r"\| sparsegate_gt \(sparse\) \[[0-9a-f]{6}\] \| MAD \|", text))) == 2
